@@ -1,0 +1,3 @@
+module github.com/packfs/packfs
+
+go 1.26

@@ -1,0 +1,42 @@
+// Package layer defines the contract every PackFS layer meets.
+//
+// # Basics
+//
+// A layer is an [fs.FS]. What it can do beyond reading is expressed by small
+// capability interfaces, one per operation, each embedding fs.FS in the
+// pattern of io/fs ([fs.StatFS], [fs.ReadDirFS], ...): [OpenFileFS],
+// [MkdirFS], [RemoveFS], [RenameFS], [ChmodFS], [SymlinkFS] and so on. Their
+// method sets follow [os.Root] (Go 1.25) name for name and parameter for
+// parameter, so code written against *os.Root reads the same against a layer;
+// the one difference is that files are returned as the [File] interface, which
+// *os.File satisfies, rather than as *os.File. [FS] gathers the whole writable
+// contract.
+//
+// Each capability has a package-level helper ([OpenFile], [Mkdir],
+// [MkdirAll], [Remove], [RemoveAll], [WriteFile], ...) that uses the
+// capability when the layer has it and otherwise falls back to simpler
+// capabilities (MkdirAll by repeated Mkdir, WriteFile by OpenFile, RemoveAll
+// by walking) or returns an error wrapping [errors.ErrUnsupported].
+//
+// # Errors
+//
+// Every error that names a path is an *[fs.PathError] (rename and link: an
+// *[os.LinkError]) whose Op is the name package os uses on Linux ("open",
+// "mkdir", "remove", "rename", ...) and which wraps what os would wrap on
+// Linux for the same sequence of calls: [fs.ErrNotExist], [fs.ErrExist],
+// [fs.ErrPermission], [fs.ErrInvalid], [fs.ErrClosed], or an errno such as
+// [syscall.ENOTDIR], [syscall.EISDIR], [syscall.ENOTEMPTY], [syscall.ELOOP],
+// [syscall.EXDEV] or [syscall.EBADF]. Test them with [errors.Is]; the errno
+// values match the fs.Err* sentinels the way they do for os.
+//
+// # Whiteouts and opaque directories
+//
+// A union of layers hides a lower entry by recording a whiteout in the upper
+// layer, and hides a lower directory's contents by marking the upper
+// directory opaque. Both are ordinary entries, so every writable layer can
+// store them: a whiteout is an entry whose type is [ModeWhiteout] (a character
+// device, as Linux overlayfs stores them), and an opaque directory is one that
+// contains a whiteout named [OpaqueName]. Layers that can store them
+// implement [WhiteoutFS]. The OCI image spelling ([WhiteoutPrefix],
+// [OpaqueName]) converts to and from this form.
+package layer

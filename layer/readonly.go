@@ -1,0 +1,64 @@
+package layer
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"syscall"
+)
+
+// ReadOnly presents f, opened as name, as a [File] that refuses every write
+// with syscall.EBADF, as a file opened O_RDONLY does. ReadAt, Seek and
+// ReadDir use f's own methods when it has them.
+func ReadOnly(f fs.File, name string) File {
+	if rf, ok := f.(File); ok {
+		return readOnlyFile{rf, name}
+	}
+	return readOnlyFile{f, name}
+}
+
+type readOnlyFile struct {
+	fs.File
+	name string
+}
+
+func (f readOnlyFile) Name() string { return f.name }
+
+func (f readOnlyFile) ReadAt(p []byte, off int64) (int, error) {
+	if r, ok := f.File.(io.ReaderAt); ok {
+		return r.ReadAt(p, off)
+	}
+	return 0, PathError("read", f.name, errors.ErrUnsupported)
+}
+
+func (f readOnlyFile) Seek(offset int64, whence int) (int64, error) {
+	if s, ok := f.File.(io.Seeker); ok {
+		return s.Seek(offset, whence)
+	}
+	return 0, PathError("seek", f.name, errors.ErrUnsupported)
+}
+
+func (f readOnlyFile) ReadDir(n int) ([]fs.DirEntry, error) {
+	if d, ok := f.File.(fs.ReadDirFile); ok {
+		return d.ReadDir(n)
+	}
+	return nil, PathError("readdirent", f.name, syscall.ENOTDIR)
+}
+
+func (f readOnlyFile) Write([]byte) (int, error) {
+	return 0, PathError("write", f.name, syscall.EBADF)
+}
+
+func (f readOnlyFile) WriteAt([]byte, int64) (int, error) {
+	return 0, PathError("write", f.name, syscall.EBADF)
+}
+
+func (f readOnlyFile) WriteString(string) (int, error) {
+	return 0, PathError("write", f.name, syscall.EBADF)
+}
+
+func (f readOnlyFile) Truncate(int64) error {
+	return PathError("truncate", f.name, syscall.EINVAL)
+}
+
+func (f readOnlyFile) Sync() error { return nil }
