@@ -1,0 +1,57 @@
+// Package mem is PackFS's writable in-memory layer.
+//
+// # Basics
+//
+// [New] returns an empty [FS]. It implements the whole write contract of
+// package layer ([layer.FS]) and fs.ReadDirFS, fs.ReadFileFS, fs.StatFS,
+// fs.ReadLinkFS and fs.GlobFS, and behaves as a directory on Linux does
+// through package os: the same results and the same errors, wrapped in
+// *fs.PathError (rename and symlink: *os.LinkError).
+//
+// # Snapshots
+//
+// [FS.Snapshot] returns the current state as an immutable [Snapshot] in
+// O(1). A snapshot never sees a later write, and holding or reading one
+// never delays a writer.
+//
+// # Concurrency
+//
+// Any number of goroutines may use one FS. Readers load the current state
+// with one atomic load and never take a lock. Writers serialize on one
+// mutex and publish each finished operation atomically, so a reader sees an
+// operation (a rename, a WriteFile) whole or not at all.
+//
+// # Structure and cost
+//
+// Directories are persistent treaps of their entries, linked as a tree of
+// inodes. Creating, removing, renaming or looking up one entry costs
+// O(log n) per path element; renaming or removing a directory does not
+// depend on what it holds; listing k entries costs O(k + log n). File
+// contents live in 64 KiB chunks under a persistent radix tree: appending
+// never copies what is already written and an overwrite copies only the
+// chunks it touches. Seeking past the end and writing, or truncating
+// upwards, leaves a hole that costs no memory.
+//
+// # Open files
+//
+// Open files behave as on Linux: a file removed or renamed while open keeps
+// working through its handle, and sees the writes of other handles to the
+// same file; O_APPEND writes land at the end atomically; ReadAt and WriteAt
+// leave the offset alone; a read-only handle refuses writes with EBADF. A
+// directory handle lists the entries it held at its first ReadDir.
+//
+// # Symlinks
+//
+// Symlinks are followed inside the layer: an absolute target starts at the
+// layer's root and ".." stops there, as in a chroot. A resolution that
+// follows more than 40 links fails with ELOOP.
+//
+// # Caveats
+//
+// Mode bits are stored and reported but not enforced: the layer has no
+// calling user, so it acts as root does on Linux. No umask applies: the
+// mode given is the mode kept. Ownership and access times are not kept
+// (Chown and Lchown only check that the name exists). Hard links are not
+// supported. The size of a directory is reported as 0. A whiteout entry
+// (see package layer) reads as an empty file.
+package mem

@@ -1,0 +1,265 @@
+package mem
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/packfs/packfs/layer"
+	"github.com/packfs/packfs/treap"
+)
+
+// errWriteAtInAppendMode is what os returns for WriteAt on an O_APPEND file.
+var errWriteAtInAppendMode = errors.New("os: invalid use of WriteAt on file opened with O_APPEND")
+
+// file is an open file. A file opened from the live layer follows its inode,
+// so it keeps working after a rename or an unlink and sees other handles'
+// writes; a file opened from a snapshot reads one frozen version.
+type file struct {
+	fsys   *FS    // nil when frozen
+	ino    *inode // live files
+	frozen *entry // snapshot files
+	name   string
+	flag   int
+
+	mu     sync.Mutex // guards what follows
+	off    int64
+	closed bool
+	// A directory lists the entries it held at its first ReadDir, in pages
+	// after the last name returned.
+	listing bool
+	kids    treap.Map[string, *entry]
+	after   string
+	started bool
+}
+
+var _ layer.File = (*file)(nil)
+
+func (h *file) cur() *entry {
+	if h.frozen != nil {
+		return h.frozen
+	}
+	return h.ino.cur.Load()
+}
+
+func (h *file) readable() bool { return h.flag&(os.O_WRONLY|os.O_RDWR) != os.O_WRONLY }
+func (h *file) writable() bool {
+	return h.fsys != nil && h.flag&(os.O_WRONLY|os.O_RDWR) != os.O_RDONLY
+}
+
+// check returns the error an operation op on h gives before it starts.
+func (h *file) check(op string) error {
+	if h.closed {
+		return layer.PathError(op, h.name, fs.ErrClosed)
+	}
+	return nil
+}
+
+func (h *file) Name() string { return h.name }
+
+func (h *file) Stat() (fs.FileInfo, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.check("stat"); err != nil {
+		return nil, err
+	}
+	return &fileInfo{name: baseName(h.name, where{}), e: h.cur()}, nil
+}
+
+func (h *file) Read(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n, err := h.readAt("read", p, h.off)
+	h.off += int64(n)
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+// ReadAt reads len(p) bytes at off without moving the offset; fewer bytes
+// come with io.EOF.
+func (h *file) ReadAt(p []byte, off int64) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if off < 0 {
+		return 0, layer.PathError("readat", h.name, errors.New("negative offset"))
+	}
+	return h.readAt("read", p, off)
+}
+
+func (h *file) readAt(op string, p []byte, off int64) (int, error) {
+	if err := h.check(op); err != nil {
+		return 0, err
+	}
+	if !h.readable() {
+		return 0, layer.PathError(op, h.name, errBadFD)
+	}
+	e := h.cur()
+	if e.isDir() {
+		return 0, layer.PathError(op, h.name, errIsDir)
+	}
+	n := e.data.readAt(p, off)
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (h *file) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n, err := h.writeAt("write", p, h.off, h.flag&os.O_APPEND != 0)
+	h.off += int64(n)
+	return n, err
+}
+
+func (h *file) WriteString(s string) (int, error) { return h.Write([]byte(s)) }
+
+// WriteAt writes p at off without moving the offset. As with os, a file
+// opened with O_APPEND refuses it.
+func (h *file) WriteAt(p []byte, off int64) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.check("write"); err != nil {
+		return 0, err
+	}
+	if h.flag&os.O_APPEND != 0 {
+		return 0, errWriteAtInAppendMode
+	}
+	if off < 0 {
+		return 0, layer.PathError("writeat", h.name, errors.New("negative offset"))
+	}
+	n, err := h.writeAt("write", p, off, false)
+	return n, err
+}
+
+// writeAt writes p at off, or at the end of the file when appending, and
+// moves h.off to the end of what it wrote. The append position is read
+// under the writer lock, so concurrent appends never overlap.
+func (h *file) writeAt(op string, p []byte, off int64, appending bool) (int, error) {
+	if err := h.check(op); err != nil {
+		return 0, err
+	}
+	if !h.writable() {
+		return 0, layer.PathError(op, h.name, errBadFD)
+	}
+	f := h.fsys
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := h.ino.cur.Load()
+	if appending {
+		off = e.size()
+		h.off = off
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if !e.isRegular() {
+		return 0, layer.PathError(op, h.name, errInvalid)
+	}
+	ne := e.with()
+	ne.data = e.data.writeAt(p, off)
+	ne.mtime = f.now().UnixNano()
+	f.commit(ne)
+	f.publish()
+	return len(p), nil
+}
+
+func (h *file) Seek(offset int64, whence int) (int64, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.check("seek"); err != nil {
+		return 0, err
+	}
+	var pos int64
+	switch whence {
+	case io.SeekStart:
+		pos = offset
+	case io.SeekCurrent:
+		pos = h.off + offset
+	case io.SeekEnd:
+		pos = h.cur().size() + offset
+	default:
+		return 0, layer.PathError("seek", h.name, errInvalid)
+	}
+	if pos < 0 {
+		return 0, layer.PathError("seek", h.name, errInvalid)
+	}
+	h.off = pos
+	if pos == 0 && h.cur().isDir() {
+		h.listing, h.started, h.after = false, false, ""
+	}
+	return pos, nil
+}
+
+func (h *file) Truncate(size int64) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.check("truncate"); err != nil {
+		return err
+	}
+	if !h.writable() || size < 0 {
+		return layer.PathError("truncate", h.name, errInvalid)
+	}
+	f := h.fsys
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e := h.ino.cur.Load()
+	if !e.isRegular() {
+		return layer.PathError("truncate", h.name, errInvalid)
+	}
+	ne := e.with()
+	ne.data = e.data.truncate(size)
+	ne.mtime = f.now().UnixNano()
+	f.commit(ne)
+	f.publish()
+	return nil
+}
+
+// Sync returns nil: an in-memory layer has nothing to flush.
+func (h *file) Sync() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.check("sync")
+}
+
+func (h *file) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.check("close"); err != nil {
+		return err
+	}
+	h.closed = true
+	h.kids = treap.Map[string, *entry]{}
+	return nil
+}
+
+// ReadDir returns the next n entries of the directory, as
+// [fs.ReadDirFile] specifies, from the listing taken at the first call:
+// entries added or removed meanwhile neither appear nor repeat.
+func (h *file) ReadDir(n int) ([]fs.DirEntry, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.check("readdirent"); err != nil {
+		return nil, err
+	}
+	if !h.listing {
+		e := h.cur()
+		if !e.isDir() {
+			return nil, layer.PathError("readdirent", h.name, syscall.ENOTDIR)
+		}
+		h.kids, h.listing = e.kids, true
+	}
+	out := list(h.kids, h.after, !h.started, n)
+	if len(out) > 0 {
+		h.after, h.started = out[len(out)-1].Name(), true
+	}
+	if n > 0 && len(out) == 0 {
+		return nil, io.EOF
+	}
+	return out, nil
+}

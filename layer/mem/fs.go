@@ -1,0 +1,197 @@
+package mem
+
+import (
+	"io/fs"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/packfs/packfs/layer"
+)
+
+// FS is a writable in-memory layer. The zero FS is not usable; call [New].
+type FS struct {
+	mu      sync.Mutex            // serializes writers
+	root    atomic.Pointer[entry] // the published state; readers load it
+	rootIno *inode                // the root directory's identity
+	now     func() time.Time
+}
+
+var (
+	_ layer.FS  = (*FS)(nil)
+	_ fs.SubFS  = (*Snapshot)(nil)
+	_ fs.GlobFS = (*FS)(nil)
+)
+
+// New returns an empty in-memory layer whose root directory has mode 0755.
+func New() *FS {
+	f := &FS{rootIno: &inode{}, now: time.Now}
+	e := &entry{ino: f.rootIno, mode: fs.ModeDir | 0o755, mtime: f.now().UnixNano(), kids: emptyDir}
+	f.rootIno.cur.Store(e)
+	f.root.Store(e)
+	return f
+}
+
+// Snapshot returns the current state as an immutable file system, in O(1).
+// Later writes to f never show in it, and reading it never blocks a writer.
+func (f *FS) Snapshot() *Snapshot {
+	return &Snapshot{root: f.root.Load()}
+}
+
+func (f *FS) view() view { return view{f.root.Load()} }
+
+// Open opens name for reading, following symlinks. A file opened through
+// the live layer sees later writes to it, as on Linux.
+func (f *FS) Open(name string) (fs.File, error) {
+	return f.OpenFile(name, 0, 0)
+}
+
+// Stat returns a description of name, following symlinks.
+func (f *FS) Stat(name string) (fs.FileInfo, error) { return f.view().stat("stat", name, true) }
+
+// Lstat returns a description of name without following a final symlink.
+func (f *FS) Lstat(name string) (fs.FileInfo, error) { return f.view().stat("lstat", name, false) }
+
+// ReadDir returns the entries of the directory name, sorted by name.
+func (f *FS) ReadDir(name string) ([]fs.DirEntry, error) { return f.view().readDir(name) }
+
+// ReadFile returns a copy of the contents of name.
+func (f *FS) ReadFile(name string) ([]byte, error) { return f.view().readFile(name) }
+
+// ReadLink returns the target of the symbolic link name.
+func (f *FS) ReadLink(name string) (string, error) { return f.view().readLink(name) }
+
+// Readlink is ReadLink with [os.Root]'s spelling.
+func (f *FS) Readlink(name string) (string, error) { return f.view().readLink(name) }
+
+// Glob returns the names matching pattern, as [fs.Glob] does, over one
+// consistent state.
+func (f *FS) Glob(pattern string) ([]string, error) { return fs.Glob(f.Snapshot(), pattern) }
+
+// Snapshot is an immutable state of an [FS]. It is safe for concurrent use.
+type Snapshot struct {
+	root *entry
+}
+
+func (s *Snapshot) view() view { return view{s.root} }
+
+// Open opens name for reading, following symlinks.
+func (s *Snapshot) Open(name string) (fs.File, error) {
+	w, err := s.view().resolve("open", name, true)
+	if err != nil {
+		return nil, err
+	}
+	return &file{name: name, frozen: w.e, flag: 0}, nil
+}
+
+// Stat returns a description of name, following symlinks.
+func (s *Snapshot) Stat(name string) (fs.FileInfo, error) { return s.view().stat("stat", name, true) }
+
+// Lstat returns a description of name without following a final symlink.
+func (s *Snapshot) Lstat(name string) (fs.FileInfo, error) {
+	return s.view().stat("lstat", name, false)
+}
+
+// ReadDir returns the entries of the directory name, sorted by name.
+func (s *Snapshot) ReadDir(name string) ([]fs.DirEntry, error) { return s.view().readDir(name) }
+
+// ReadFile returns a copy of the contents of name.
+func (s *Snapshot) ReadFile(name string) ([]byte, error) { return s.view().readFile(name) }
+
+// ReadLink returns the target of the symbolic link name.
+func (s *Snapshot) ReadLink(name string) (string, error) { return s.view().readLink(name) }
+
+// Sub returns the snapshot of the directory dir, in O(depth). Symlinks in
+// the result resolve within dir.
+func (s *Snapshot) Sub(dir string) (fs.FS, error) {
+	w, err := s.view().resolve("sub", dir, true)
+	if err != nil {
+		return nil, err
+	}
+	if !w.e.isDir() {
+		return nil, layer.PathError("sub", dir, errNotDir)
+	}
+	return &Snapshot{root: w.e}, nil
+}
+
+// Glob returns the names matching pattern, as [fs.Glob] does.
+func (s *Snapshot) Glob(pattern string) ([]string, error) { return fs.Glob(onlyFS{s}, pattern) }
+
+// onlyFS hides GlobFS so that fs.Glob does not call back into Glob.
+type onlyFS struct{ fs.ReadDirFS }
+
+// view holds the read operations over one state.
+type view struct{ root *entry }
+
+func (v view) resolve(op, name string, follow bool) (where, error) {
+	w, err := walk(v.root, name, follow)
+	if err == nil && w.e == nil {
+		err = errNotExist
+	}
+	if err != nil {
+		return w, layer.PathError(op, name, err)
+	}
+	return w, nil
+}
+
+func (v view) stat(op, name string, follow bool) (fs.FileInfo, error) {
+	w, err := v.resolve(op, name, follow)
+	if err != nil {
+		return nil, err
+	}
+	return &fileInfo{name: baseName(name, w), e: w.e}, nil
+}
+
+func (v view) readDir(name string) ([]fs.DirEntry, error) {
+	w, err := v.resolve("open", name, true)
+	if err != nil {
+		return nil, err
+	}
+	if !w.e.isDir() {
+		return nil, layer.PathError("readdirent", name, errNotDir)
+	}
+	return list(w.e.kids, "", true, -1), nil
+}
+
+func (v view) readFile(name string) ([]byte, error) {
+	w, err := v.resolve("open", name, true)
+	if err != nil {
+		return nil, err
+	}
+	if w.e.isDir() {
+		return nil, layer.PathError("read", name, errIsDir)
+	}
+	return w.e.data.bytes(), nil
+}
+
+func (v view) readLink(name string) (string, error) {
+	w, err := v.resolve("readlink", name, false)
+	if err != nil {
+		return "", err
+	}
+	if !w.e.isSymlink() {
+		return "", layer.PathError("readlink", name, errInvalid)
+	}
+	return w.e.target(), nil
+}
+
+// baseName is the name a FileInfo reports for name: its last element, as
+// os reports it, or "." for the root.
+func baseName(name string, w where) string {
+	if name == "." {
+		return "."
+	}
+	if i := lastSlash(name); i >= 0 {
+		return name[i+1:]
+	}
+	return name
+}
+
+func lastSlash(s string) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '/' {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package treap
+
+const raceEnabled = false
