@@ -22,13 +22,15 @@ const (
 )
 
 // content is one immutable version of a file's bytes. The nil *content is
-// the empty file.
+// the empty file. The last chunk, the tail, lives outside the tree, so that
+// appends inside it touch no tree node; a tail enters the tree when the file
+// grows past it.
 type content struct {
 	size   int64
-	height int    // 0: the file is the single chunk small
-	small  []byte // height 0: the data, len(small) <= size
-	root   *inner // height >= 1: chunks under a tree of this height
-	hw     *int   // high-water mark of the last chunk's backing array, or nil
+	tail   []byte // the last chunk, index (size-1)>>chunkShift
+	hw     *int   // high-water mark of tail's backing array, or nil
+	height int    // of the tree of the chunks before the tail; 0: empty
+	root   *inner
 }
 
 // inner is a node of the chunk tree. At height 1 its chunks are the data;
@@ -43,7 +45,7 @@ func newContent(b []byte) *content {
 		return nil
 	}
 	if len(b) <= chunkSize {
-		return &content{size: int64(len(b)), small: b}
+		return &content{size: int64(len(b)), tail: b}
 	}
 	var c *content
 	return c.writeAt(b, 0)
@@ -56,12 +58,19 @@ func (c *content) Size() int64 {
 	return c.size
 }
 
+// last is the index of the tail chunk.
+func (c *content) last() int64 { return (c.size - 1) >> chunkShift }
+
 // chunk returns chunk i, which may be short or nil.
 func (c *content) chunk(i int64) []byte {
-	if c.height == 0 {
-		if i == 0 {
-			return c.small
-		}
+	if c.size > 0 && i == c.last() {
+		return c.tail
+	}
+	return c.treeChunk(i)
+}
+
+func (c *content) treeChunk(i int64) []byte {
+	if c.height == 0 || i >= capacity(c.height) {
 		return nil
 	}
 	n := c.root
@@ -109,29 +118,19 @@ func (c *content) bytes() []byte {
 // capacity is how many chunks a tree of height h holds.
 func capacity(h int) int64 { return int64(1) << (fanShift * h) }
 
-// withChunk returns a copy of c's tree with chunk i replaced, growing the
-// tree as needed; c itself is unchanged. size is the new version's size.
-func (c *content) withChunk(i int64, b []byte, size int64, hw *int) *content {
-	nc := &content{size: size, height: c.height, small: c.small, root: c.root, hw: hw}
-	if nc.height == 0 {
-		if i == 0 {
-			nc.small = b
-			return nc
-		}
-		// Move the single chunk into a tree of height 1.
-		nc.height = 1
-		nc.root = &inner{}
-		nc.root.chunks[0] = c.small
-		nc.small = nil
+// setTreeChunk replaces chunk i in c's tree, which c owns (a new version
+// under construction), growing the tree as needed.
+func (c *content) setTreeChunk(i int64, b []byte) {
+	if c.height == 0 {
+		c.height, c.root = 1, nil
 	}
-	for i >= capacity(nc.height) {
+	for i >= capacity(c.height) {
 		r := &inner{}
-		r.kids[0] = nc.root
-		nc.root = r
-		nc.height++
+		r.kids[0] = c.root
+		c.root = r
+		c.height++
 	}
-	nc.root = setChunk(nc.root, nc.height, i, b)
-	return nc
+	c.root = setChunk(c.root, c.height, i, b)
 }
 
 func setChunk(n *inner, h int, i int64, b []byte) *inner {
@@ -148,62 +147,67 @@ func setChunk(n *inner, h int, i int64, b []byte) *inner {
 	return m
 }
 
+// resize returns a copy of c with the new size, moving the tail into the
+// tree when the file grows past it. The bytes past the old size read as
+// zeros; a shrinking caller trims the chunks itself.
+func (c *content) resize(size int64) *content {
+	nc := &content{}
+	if c != nil {
+		*nc = *c
+	}
+	if c != nil && c.size > 0 && size > c.size && (size-1)>>chunkShift != c.last() {
+		if c.tail != nil {
+			nc.setTreeChunk(c.last(), c.tail)
+		}
+		nc.tail, nc.hw = nil, nil
+	}
+	nc.size = size
+	return nc
+}
+
 // writeAt returns the version of c with p written at off.
 func (c *content) writeAt(p []byte, off int64) *content {
 	if len(p) == 0 {
 		return c
 	}
-	if c == nil {
-		c = &content{}
-	}
 	end := off + int64(len(p))
-	size := max(c.size, end)
-	last := (size - 1) >> chunkShift // the chunk that may grow in place
-	nc := c
+	nc := c.resize(max(c.Size(), end))
+	last := nc.last()
 	for n := 0; n < len(p); {
 		pos := off + int64(n)
 		i := pos >> chunkShift
 		in := int(pos & (chunkSize - 1))
 		want := min(len(p)-n, chunkSize-in)
-		old := c.chunk(i)
-		need := max(len(old), in+want)
-		hw := nc.hw
-		var b []byte
-		switch {
-		case i == last && c.hw != nil && *c.hw == len(old) && in >= len(old) && need <= cap(old) && isTail(c, i):
-			// Append into spare capacity nobody else has written.
-			b = old[:need]
-			copy(b[in:], p[n:n+want])
-			*c.hw = need
-		default:
-			capac := need
-			if i == last {
-				// Double the tail so that a run of small appends costs
-				// amortized O(1) per byte.
-				capac = min(chunkSize, max(need, 2*len(old)))
-			}
-			b = make([]byte, need, capac)
+		if i != last {
+			old := nc.treeChunk(i)
+			b := make([]byte, max(len(old), in+want))
 			copy(b, old)
 			copy(b[in:], p[n:n+want])
-			if i == last {
-				hw = new(int)
-				*hw = need
-			}
+			nc.setTreeChunk(i, b)
+			n += want
+			continue
 		}
-		nc = nc.withChunk(i, b, size, hw)
+		old := nc.tail
+		need := max(len(old), in+want)
+		if nc.hw != nil && *nc.hw == len(old) && in >= len(old) && need <= cap(old) {
+			// Append into spare capacity nobody else has written.
+			b := old[:need]
+			copy(b[in:], p[n:n+want])
+			*nc.hw = need
+			nc.tail = b
+		} else {
+			// Double the tail so that a run of small appends costs
+			// amortized O(1) per byte.
+			b := make([]byte, need, min(chunkSize, max(need, 2*len(old))))
+			copy(b, old)
+			copy(b[in:], p[n:n+want])
+			nc.tail = b
+			nc.hw = new(int)
+			*nc.hw = need
+		}
 		n += want
 	}
-	if last != (c.size-1)>>chunkShift && c.size > 0 && nc.hw == c.hw {
-		// The tail moved to a new chunk: the old tail's mark no longer applies.
-		nc.hw = nil
-	}
 	return nc
-}
-
-// isTail reports whether chunk i is the last chunk of c, the one c.hw
-// describes.
-func isTail(c *content, i int64) bool {
-	return c.size > 0 && i == (c.size-1)>>chunkShift
 }
 
 // truncate returns the version of c with the given size: shorter drops the
@@ -212,29 +216,23 @@ func (c *content) truncate(size int64) *content {
 	if size == 0 {
 		return nil
 	}
-	if c == nil {
-		c = &content{}
-	}
-	if size == c.size {
+	if size == c.Size() {
 		return c
 	}
-	if size > c.size {
-		// Holes read as zeros; only the size changes. The old tail's spare
-		// capacity now lies inside the file, so it must not be written in
-		// place again.
-		nc := *c
-		nc.size = size
+	if size > c.Size() {
+		nc := c.resize(size)
+		// The old tail's spare capacity now lies inside the file: it must
+		// read as zeros, so it is never written in place again.
 		nc.hw = nil
-		return &nc
+		return nc
 	}
 	last := (size - 1) >> chunkShift
-	keep := int(size - last<<chunkShift) // bytes of the last chunk kept
-	if c.height == 0 {
-		return &content{size: size, small: c.small[:min(keep, len(c.small))]}
-	}
-	nc := &content{size: size, height: c.height, root: cut(c.root, c.height, last+1)}
-	if tail := nc.chunk(last); len(tail) > keep {
-		nc = nc.withChunk(last, tail[:keep], size, nil)
+	keep := int(size - last<<chunkShift) // bytes of the new tail kept
+	tail := c.chunk(last)
+	nc := &content{size: size, tail: tail[:min(keep, len(tail))]}
+	if last > 0 {
+		nc.height = c.height
+		nc.root = cut(c.root, c.height, last)
 	}
 	return nc
 }

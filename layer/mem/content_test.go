@@ -1,0 +1,125 @@
+package mem
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+var contentSeeds = flag.Int("mem.seeds", 8, "seeds for the randomized content test")
+
+// TestContentRandom applies random writes and truncates to a content and to
+// a plain byte slice, and checks after each step that the new version
+// matches and that every earlier version kept is unchanged.
+func TestContentRandom(t *testing.T) {
+	for seed := range *contentSeeds {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(seed), 7))
+			var c *content
+			var model []byte
+			type kept struct {
+				c    *content
+				want []byte
+			}
+			var old []kept
+			steps := 300
+			if testing.Short() {
+				steps = 60
+			}
+			for step := range steps {
+				// Sizes around the chunk and tree boundaries.
+				limit := []int64{100, chunkSize * 3, chunkSize*fanout + 5*chunkSize}[rng.IntN(3)]
+				switch op := rng.IntN(10); {
+				case op < 5: // append
+					p := randBytes(rng, rng.IntN(3*chunkSize/2)+1)
+					t.Logf("append %d at %d", len(p), len(model))
+					c = c.writeAt(p, int64(len(model)))
+					model = append(model, p...)
+				case op < 8: // overwrite or write past the end
+					off := rng.Int64N(limit)
+					p := randBytes(rng, rng.IntN(chunkSize)+1)
+					t.Logf("write %d at %d (size %d)", len(p), off, len(model))
+					c = c.writeAt(p, off)
+					if end := int(off) + len(p); end > len(model) {
+						model = append(model, make([]byte, end-len(model))...)
+					}
+					copy(model[off:], p)
+				default: // truncate
+					size := rng.Int64N(limit)
+					t.Logf("truncate %d (size %d)", size, len(model))
+					c = c.truncate(size)
+					if int(size) <= len(model) {
+						model = model[:size:size]
+					} else {
+						model = append(model, make([]byte, int(size)-len(model))...)
+					}
+				}
+				if rng.IntN(8) == 0 {
+					old = append(old, kept{c, bytes.Clone(model)})
+				}
+				if c.Size() != int64(len(model)) {
+					t.Fatalf("seed %d step %d: size %d, want %d", seed, step, c.Size(), len(model))
+				}
+				if got := c.bytes(); !bytes.Equal(got, model) {
+					t.Fatalf("seed %d step %d: contents differ at %d", seed, step, firstDiff(got, model))
+				}
+				// A random ReadAt agrees with the model.
+				if len(model) > 0 {
+					off := rng.IntN(len(model))
+					p := make([]byte, rng.IntN(2*chunkSize))
+					n := c.readAt(p, int64(off))
+					if want := min(len(p), len(model)-off); n != want || !bytes.Equal(p[:n], model[off:off+n]) {
+						t.Fatalf("seed %d step %d: readAt(%d, %d) = %d bytes, want %d", seed, step, len(p), off, n, want)
+					}
+				}
+				if step%50 != 49 && step != steps-1 {
+					continue
+				}
+				for i, k := range old {
+					if got := k.c.bytes(); !bytes.Equal(got, k.want) {
+						t.Fatalf("seed %d step %d: kept version %d changed at %d", seed, step, i, firstDiff(got, k.want))
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestContentAppendCopiesNothing checks that appending in small pieces
+// reuses the tail's capacity: the allocated bytes stay within a small
+// factor of the data.
+func TestContentAppendCopiesNothing(t *testing.T) {
+	var c *content
+	p := make([]byte, 100)
+	allocs := testing.AllocsPerRun(1, func() {
+		c = nil
+		for range 10000 {
+			c = c.writeAt(p, c.Size())
+		}
+	})
+	// Each append makes one new content and, now and then, a chunk or a
+	// tree node: the tail lives outside the tree and doubles, so chunk
+	// reallocations are logarithmic and tree nodes change once a chunk.
+	if allocs > 10000+200 {
+		t.Errorf("10000 appends made %v allocations", allocs)
+	}
+}
+
+func randBytes(rng *rand.Rand, n int) []byte {
+	p := make([]byte, n)
+	for i := range p {
+		p[i] = byte(rng.Uint32())
+	}
+	return p
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
