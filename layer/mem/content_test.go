@@ -25,7 +25,7 @@ func TestContentRandom(t *testing.T) {
 			}
 			var old []kept
 			steps := 300
-			if testing.Short() {
+			if testing.Short() || raceEnabled {
 				steps = 60
 			}
 			for step := range steps {
@@ -62,11 +62,16 @@ func TestContentRandom(t *testing.T) {
 				if c.Size() != int64(len(model)) {
 					t.Fatalf("seed %d step %d: size %d, want %d", seed, step, c.Size(), len(model))
 				}
-				if got := c.bytes(); !bytes.Equal(got, model) {
+				if step%25 != 24 {
+					// Random windows between full comparisons; see below.
+				} else if got := c.bytes(); !bytes.Equal(got, model) {
 					t.Fatalf("seed %d step %d: contents differ at %d", seed, step, firstDiff(got, model))
 				}
 				// A random ReadAt agrees with the model.
-				if len(model) > 0 {
+				for range 3 {
+					if len(model) == 0 {
+						break
+					}
 					off := rng.IntN(len(model))
 					p := make([]byte, rng.IntN(2*chunkSize))
 					n := c.readAt(p, int64(off))
@@ -102,16 +107,18 @@ func TestContentAppendCopiesNothing(t *testing.T) {
 	// Each append makes one new content and, now and then, a chunk or a
 	// tree node: the tail lives outside the tree and doubles, so chunk
 	// reallocations are logarithmic and tree nodes change once a chunk.
-	if allocs > 10000+200 {
+	if allocs > 10000+1000 {
 		t.Errorf("10000 appends made %v allocations", allocs)
 	}
 }
 
 func randBytes(rng *rand.Rand, n int) []byte {
-	p := make([]byte, n)
-	for i := range p {
-		p[i] = byte(rng.Uint32())
+	var seed [32]byte
+	for i := range seed {
+		seed[i] = byte(rng.Uint32())
 	}
+	p := make([]byte, n)
+	rand.NewChaCha8(seed).Read(p)
 	return p
 }
 
