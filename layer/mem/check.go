@@ -16,7 +16,7 @@ func (f *FS) Check() error {
 	if root != f.rootIno.cur.Load() {
 		return fmt.Errorf("mem: published root is not the latest version")
 	}
-	if f.rootIno.parent != nil {
+	if f.rootIno.parent.Load() != nil {
 		return fmt.Errorf("mem: root has a parent")
 	}
 	return check(root, ".")
@@ -39,7 +39,7 @@ func check(dir *entry, name string) error {
 			return fmt.Errorf("mem: %s: invalid name %q", name, base)
 		case e.ino.cur.Load() != e:
 			return fmt.Errorf("mem: %s: not the latest version of its inode", child)
-		case e.ino.parent != dir.ino || e.ino.name != base:
+		case e.ino.parent.Load() != dir.ino || e.ino.name != base:
 			return fmt.Errorf("mem: %s: inode linked as %q elsewhere", child, e.ino.name)
 		case e.isDir():
 			if err := check(e, child); err != nil {

@@ -53,5 +53,6 @@
 // mode given is the mode kept. Ownership and access times are not kept
 // (Chown and Lchown only check that the name exists). Hard links are not
 // supported. The size of a directory is reported as 0. A whiteout entry
-// (see package layer) reads as an empty file.
+// (see package layer) cannot be opened, as the 0/0 character device it
+// stands for cannot: Open gives ENXIO.
 package mem

@@ -15,9 +15,10 @@ import (
 type inode struct {
 	// cur is the latest version; handles load it without locking.
 	cur atomic.Pointer[entry]
-	// parent and name locate the file; only the writer touches them, under
-	// FS.mu. parent is nil for the root and for an unlinked file.
-	parent *inode
+	// parent and name locate the file; only the writer changes them, under
+	// FS.mu. parent is nil for the root and for an unlinked file; a reader
+	// may load it to learn whether a directory is still linked.
+	parent atomic.Pointer[inode]
 	name   string
 }
 

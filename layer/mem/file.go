@@ -72,6 +72,10 @@ func (h *file) Stat() (fs.FileInfo, error) {
 func (h *file) Read(p []byte) (int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if len(p) == 0 {
+		// As os does: no system call, only the check that h is open.
+		return 0, h.check("read")
+	}
 	n, err := h.readAt("read", p, h.off)
 	h.off += int64(n)
 	if err == io.EOF && n > 0 {
@@ -87,6 +91,9 @@ func (h *file) ReadAt(p []byte, off int64) (int, error) {
 	defer h.mu.Unlock()
 	if off < 0 {
 		return 0, layer.PathError("readat", h.name, errors.New("negative offset"))
+	}
+	if len(p) == 0 {
+		return 0, nil // as os does, even on a closed file
 	}
 	return h.readAt("read", p, off)
 }
@@ -124,17 +131,16 @@ func (h *file) WriteString(s string) (int, error) { return h.Write([]byte(s)) }
 func (h *file) WriteAt(p []byte, off int64) (int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if err := h.check("write"); err != nil {
-		return 0, err
-	}
 	if h.flag&os.O_APPEND != 0 {
 		return 0, errWriteAtInAppendMode
 	}
 	if off < 0 {
 		return 0, layer.PathError("writeat", h.name, errors.New("negative offset"))
 	}
-	n, err := h.writeAt("write", p, off, false)
-	return n, err
+	if len(p) == 0 {
+		return 0, nil // as os does, even on a closed file
+	}
+	return h.writeAt("write", p, off, false)
 }
 
 // writeAt writes p at off, or at the end of the file when appending, and
@@ -150,13 +156,13 @@ func (h *file) writeAt(op string, p []byte, off int64, appending bool) (int, err
 	f := h.fsys
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if len(p) == 0 {
+		return 0, nil // Linux moves no offset for an empty write
+	}
 	e := h.ino.cur.Load()
 	if appending {
 		off = e.size()
 		h.off = off
-	}
-	if len(p) == 0 {
-		return 0, nil
 	}
 	if !e.isRegular() {
 		return 0, layer.PathError(op, h.name, errInvalid)
@@ -253,6 +259,10 @@ func (h *file) ReadDir(n int) ([]fs.DirEntry, error) {
 			return nil, layer.PathError("readdirent", h.name, syscall.ENOTDIR)
 		}
 		h.kids, h.listing = e.kids, true
+	}
+	if h.frozen == nil && !h.fsys.linked(h.ino) {
+		// Linux lists nothing more of a removed directory.
+		return nil, layer.PathError("readdirent", h.name, errNotExist)
 	}
 	out := list(h.kids, h.after, !h.started, n)
 	if len(out) > 0 {

@@ -19,7 +19,7 @@ type FS struct {
 
 var (
 	_ layer.FS  = (*FS)(nil)
-	_ fs.SubFS  = (*Snapshot)(nil)
+	_ fs.GlobFS = (*Snapshot)(nil)
 	_ fs.GlobFS = (*FS)(nil)
 )
 
@@ -39,6 +39,16 @@ func (f *FS) Snapshot() *Snapshot {
 }
 
 func (f *FS) view() view { return view{f.root.Load()} }
+
+// linked reports whether ino is still reachable from the root.
+func (f *FS) linked(ino *inode) bool {
+	for ino != f.rootIno {
+		if ino = ino.parent.Load(); ino == nil {
+			return false
+		}
+	}
+	return true
+}
 
 // Open opens name for reading, following symlinks. A file opened through
 // the live layer sees later writes to it, as on Linux.
@@ -101,19 +111,6 @@ func (s *Snapshot) ReadFile(name string) ([]byte, error) { return s.view().readF
 // ReadLink returns the target of the symbolic link name.
 func (s *Snapshot) ReadLink(name string) (string, error) { return s.view().readLink(name) }
 
-// Sub returns the snapshot of the directory dir, in O(depth). Symlinks in
-// the result resolve within dir.
-func (s *Snapshot) Sub(dir string) (fs.FS, error) {
-	w, err := s.view().resolve("sub", dir, true)
-	if err != nil {
-		return nil, err
-	}
-	if !w.e.isDir() {
-		return nil, layer.PathError("sub", dir, errNotDir)
-	}
-	return &Snapshot{root: w.e}, nil
-}
-
 // Glob returns the names matching pattern, as [fs.Glob] does.
 func (s *Snapshot) Glob(pattern string) ([]string, error) { return fs.Glob(onlyFS{s}, pattern) }
 
@@ -148,7 +145,7 @@ func (v view) readDir(name string) ([]fs.DirEntry, error) {
 		return nil, err
 	}
 	if !w.e.isDir() {
-		return nil, layer.PathError("readdirent", name, errNotDir)
+		return nil, layer.PathError("open", name, errNotDir)
 	}
 	return list(w.e.kids, "", true, -1), nil
 }

@@ -24,7 +24,7 @@ func (f *FS) commit(e *entry) {
 	ino := e.ino
 	for {
 		ino.cur.Store(e)
-		p := ino.parent
+		p := ino.parent.Load()
 		if p == nil {
 			return
 		}
@@ -49,7 +49,7 @@ func (f *FS) update(op func(root *entry, now int64) error) error {
 
 // link adds e to directory dir under name, or replaces what is there.
 func (f *FS) link(dir *entry, name string, e *entry, now int64) {
-	e.ino.parent = dir.ino
+	e.ino.parent.Store(dir.ino)
 	e.ino.name = name
 	e.ino.cur.Store(e)
 	nd := dir.ino.cur.Load().with()
@@ -65,7 +65,7 @@ func (f *FS) unlink(dir *entry, name string, e *entry, now int64) {
 	nd.kids = nd.kids.Delete(name)
 	nd.mtime = now
 	f.commit(nd)
-	e.ino.parent = nil
+	e.ino.parent.Store(nil)
 }
 
 func newEntry(mode fs.FileMode, now int64) *entry {
@@ -115,6 +115,8 @@ func checkOpen(e *entry, flag int) error {
 		return errNotExist
 	case e.isSymlink():
 		return syscall.ELOOP // only with O_NOFOLLOW
+	case layer.IsWhiteout(e.mode):
+		return syscall.ENXIO // as for the 0/0 character device it stands for
 	case e.isDir():
 		if acc != os.O_RDONLY || flag&(os.O_CREATE|os.O_TRUNC) != 0 {
 			return errIsDir
@@ -181,9 +183,6 @@ func (f *FS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 		}
 		if err := checkOpen(w.e, os.O_WRONLY|os.O_CREATE|os.O_TRUNC); err != nil {
 			return err
-		}
-		if !w.e.isRegular() {
-			return nil // a whiteout: nothing to write to
 		}
 		e := w.e.with()
 		e.data = c
@@ -303,15 +302,27 @@ func (f *FS) Rename(oldname, newname string) error {
 	return nil
 }
 
-// rename checks in the order Linux does, so that the error is Linux's.
+// rename checks in the order os and Linux do, so that the error is theirs.
 func (f *FS) rename(root *entry, oldname, newname string, now int64) error {
+	nw, nerr := walk(root, newname, false)
 	ow, err := walk(root, oldname, false)
+	if nerr == nil && nw.e != nil && nw.e.isDir() {
+		// os.Rename refuses to replace a directory, before asking the
+		// kernel: the error of Lstat(oldname), or else EEXIST.
+		switch {
+		case err != nil:
+			return err
+		case ow.e == nil:
+			return errNotExist
+		case oldname == newname || ow.e.ino != nw.e.ino:
+			return errExist
+		}
+	}
 	if err != nil {
 		return err
 	}
-	nw, err := walk(root, newname, false)
-	if err != nil {
-		return err
+	if nerr != nil {
+		return nerr
 	}
 	if ow.dir == nil || nw.dir == nil {
 		return errBusy
@@ -320,13 +331,13 @@ func (f *FS) rename(root *entry, oldname, newname string, now int64) error {
 	if src == nil {
 		return errNotExist
 	}
-	for p := nw.dir.ino; p != nil; p = p.parent {
+	for p := nw.dir.ino; p != nil; p = p.parent.Load() {
 		if p == src.ino {
 			return errInvalid // into its own subtree
 		}
 	}
 	if dst != nil {
-		for p := ow.dir.ino; p != nil; p = p.parent {
+		for p := ow.dir.ino; p != nil; p = p.parent.Load() {
 			if p == dst.ino {
 				return errNotEmpty // over one of its own ancestors
 			}
@@ -349,7 +360,7 @@ func (f *FS) rename(root *entry, oldname, newname string, now int64) error {
 	f.unlink(ow.dir, ow.base, src, now)
 	f.link(nw.dir.ino.cur.Load(), nw.base, src, now)
 	if dst != nil {
-		dst.ino.parent = nil
+		dst.ino.parent.Store(nil)
 	}
 	return nil
 }
@@ -367,7 +378,7 @@ func (f *FS) Whiteout(name string) error {
 			return errNotEmpty
 		}
 		if w.e != nil {
-			w.e.ino.parent = nil
+			w.e.ino.parent.Store(nil)
 		}
 		f.link(w.dir, strings.Clone(w.base), newEntry(layer.ModeWhiteout, now), now)
 		return nil
