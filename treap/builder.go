@@ -47,11 +47,12 @@ func (b *Builder[K, V]) Set(k K, v V) {
 		}
 		b.max, b.hasMax = t.key, true
 	}
-	if !b.hasMax || c.cmp(k, b.max) > 0 {
+	if !b.hasMax || c.compare(k, b.max) > 0 {
 		b.push(k, v, c.prio(k))
 		return
 	}
-	root, added := insert(c, b.root, k, v, c.prio(k), true)
+	ta := alloc[K, V]{tr: true}
+	root, added := insert(c, b.root, k, v, c.prio(k), &ta)
 	b.root, b.spineOK = root, false
 	if added {
 		b.n++
@@ -104,10 +105,11 @@ func (b *Builder[K, V]) Delete(k K) {
 	if b.root == nil || find(c, b.root, k) == nil {
 		return
 	}
-	b.root = remove(c, b.root, k, true)
+	ta := alloc[K, V]{tr: true}
+	b.root = remove(c, b.root, k, &ta)
 	b.n--
 	b.spineOK = false
-	if b.hasMax && c.cmp(k, b.max) == 0 {
+	if b.hasMax && c.compare(k, b.max) == 0 {
 		var zero K
 		b.max, b.hasMax = zero, false
 	}

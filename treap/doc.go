@@ -47,4 +47,13 @@
 // O(1) amortized for ascending keys and O(log n) otherwise; its Map is
 // O(entries set since the last Map). The expected height is about 3 ln n
 // (about 41 for a million keys), whatever the insertion order.
+//
+// # Caveats
+//
+// The shape, and so the speed, rests on the hash: a hash with few
+// distinct values makes long chains of equal priorities (still correct,
+// but no longer O(log n)). A hash that disagrees with the order, or that
+// changes between runs, makes Check fail and Join fall back to inserting
+// one by one. Maps that do not share a New call (two NewOrdered maps of
+// the same types do) are joined by insertion too.
 package treap

@@ -36,7 +36,7 @@ func (m Map[K, V]) from(k K, min int) iter.Seq2[K, V] {
 		var buf [64]*node[K, V]
 		s := buf[:0]
 		for t := root; t != nil; {
-			if c.cmp(t.key, k) >= min {
+			if c.compare(t.key, k) >= min {
 				s = append(s, t)
 				t = t.left
 			} else {

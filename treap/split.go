@@ -9,13 +9,14 @@ func (m Map[K, V]) Split(k K) (less, rest Map[K, V]) {
 		return less, rest
 	}
 	c := m.cfg
-	if mk, _, _ := m.Min(); c.cmp(mk, k) >= 0 {
+	if mk, _, _ := m.Min(); c.compare(mk, k) >= 0 {
 		return less, m
 	}
-	if mk, _, _ := m.Max(); c.cmp(mk, k) < 0 {
+	if mk, _, _ := m.Max(); c.compare(mk, k) < 0 {
 		return m, rest
 	}
-	less.root, rest.root = split2(c, m.root, k, false)
+	var pa alloc[K, V]
+	less.root, rest.root = split2(c, m.root, k, &pa)
 	less.n = countFirst(less.root, rest.root, m.n)
 	rest.n = m.n - less.n
 	return less, rest
@@ -46,7 +47,8 @@ func Join[K, V any](left, right Map[K, V]) Map[K, V] {
 		lk, _, _ := left.Max()
 		rk, _, _ := right.Min()
 		if left.cfg.cmp(lk, rk) < 0 {
-			return Map[K, V]{root: join(left.root, right.root, false), n: left.n + right.n, cfg: left.cfg}
+			var pa alloc[K, V]
+			return Map[K, V]{root: join(left.root, right.root, &pa), n: left.n + right.n, cfg: left.cfg}
 		}
 	}
 	b := left.Builder()
@@ -64,24 +66,25 @@ func (m Map[K, V]) DeleteRange(lo, hi K) Map[K, V] {
 		return m
 	}
 	c := m.cfg
-	if c.cmp(lo, hi) >= 0 {
+	if c.compare(lo, hi) >= 0 {
 		return m
 	}
 	// The first key >= lo: if there is none, or it is >= hi, the range is empty.
 	var first *node[K, V]
 	for t := m.root; t != nil; {
-		if c.cmp(t.key, lo) >= 0 {
+		if c.compare(t.key, lo) >= 0 {
 			first, t = t, t.left
 		} else {
 			t = t.right
 		}
 	}
-	if first == nil || c.cmp(first.key, hi) >= 0 {
+	if first == nil || c.compare(first.key, hi) >= 0 {
 		return m
 	}
-	a, rest := split2(c, m.root, lo, false)
-	mid, b := split2(c, rest, hi, false)
-	return Map[K, V]{root: join(a, b, false), n: m.n - count(mid), cfg: c}
+	var pa alloc[K, V]
+	a, rest := split2(c, m.root, lo, &pa)
+	mid, b := split2(c, rest, hi, &pa)
+	return Map[K, V]{root: join(a, b, &pa), n: m.n - count(mid), cfg: c}
 }
 
 // count returns the number of nodes in the tree t.

@@ -1,6 +1,11 @@
 package treap
 
-import "cmp"
+import (
+	"cmp"
+	"reflect"
+	"strings"
+	"unsafe"
+)
 
 // node is one entry of a treap. For a string key and an 8-byte value it is
 // 48 bytes: left and right (16), key (16), val (8), prio (4) and transient
@@ -26,6 +31,23 @@ type config[K any] struct {
 	// ordered is set by NewOrdered: two ordered configs of the same K
 	// are interchangeable, so Join can link their trees directly.
 	ordered bool
+	// str is set by NewOrdered when K's underlying type is string:
+	// compare then calls strings.Compare directly instead of through cmp.
+	str bool
+}
+
+// compare is c.cmp(a, b), without the indirect call for string keys.
+func (c *config[K]) compare(a, b K) int {
+	if c.str {
+		return compareStrings(unsafe.Pointer(&a), unsafe.Pointer(&b))
+	}
+	return c.cmp(a, b)
+}
+
+// compareStrings compares the strings at a and b; c.str guarantees that
+// K's underlying type is string, so the reinterpretation is exact.
+func compareStrings(a, b unsafe.Pointer) int {
+	return strings.Compare(*(*string)(a), *(*string)(b))
 }
 
 // prio is the priority of key k: the top 32 bits of the hash, remixed so
@@ -72,7 +94,8 @@ func New[K, V any](cmp func(a, b K) int, hash func(K) uint64) Map[K, V] {
 // deterministic hash of the key's bytes (strings) or bits (integers and
 // floats), so that equal contents give equal shapes in every process.
 func NewOrdered[K cmp.Ordered, V any]() Map[K, V] {
-	return Map[K, V]{cfg: &config[K]{cmp: orderedCompare[K](), hash: orderedHash[K](), ordered: true}}
+	str := reflect.TypeFor[K]().Kind() == reflect.String
+	return Map[K, V]{cfg: &config[K]{cmp: orderedCompare[K](), hash: orderedHash[K](), ordered: true, str: str}}
 }
 
 // config returns the map's configuration, or panics with a clear
@@ -90,9 +113,12 @@ func (m Map[K, V]) Len() int { return m.n }
 // Get returns the value stored under k and whether there is one.
 func (m Map[K, V]) Get(k K) (V, bool) {
 	if t := m.root; t != nil {
-		compare := m.cfg.cmp
+		c := m.cfg
+		if c.str {
+			return getString(t, *(*string)(unsafe.Pointer(&k)))
+		}
 		for t != nil {
-			d := compare(k, t.key)
+			d := c.cmp(k, t.key)
 			if d == 0 {
 				return t.val, true
 			}
@@ -107,11 +133,29 @@ func (m Map[K, V]) Get(k K) (V, bool) {
 	return zero, false
 }
 
+// getString is Get for keys whose underlying type is string.
+func getString[K, V any](t *node[K, V], k string) (V, bool) {
+	for t != nil {
+		d := strings.Compare(k, *(*string)(unsafe.Pointer(&t.key)))
+		if d == 0 {
+			return t.val, true
+		}
+		if d < 0 {
+			t = t.left
+		} else {
+			t = t.right
+		}
+	}
+	var zero V
+	return zero, false
+}
+
 // Set returns a map with k mapped to v. It copies the O(log n) nodes on
 // the path to k and shares the rest with m.
 func (m Map[K, V]) Set(k K, v V) Map[K, V] {
 	c := m.config()
-	root, added := insert(c, m.root, k, v, c.prio(k), false)
+	var a alloc[K, V]
+	root, added := insert(c, m.root, k, v, c.prio(k), &a)
 	n := m.n
 	if added {
 		n++
@@ -130,7 +174,7 @@ func (m Map[K, V]) Delete(k K) Map[K, V] {
 	path := buf[:0]
 	t := m.root
 	for t != nil {
-		d := c.cmp(k, t.key)
+		d := c.compare(k, t.key)
 		if d == 0 {
 			break
 		}
@@ -144,7 +188,8 @@ func (m Map[K, V]) Delete(k K) Map[K, V] {
 	if t == nil {
 		return m
 	}
-	sub := join(t.left, t.right, false)
+	var a alloc[K, V]
+	sub := join(t.left, t.right, &a)
 	for i := len(path) - 1; i >= 0; i-- {
 		p := path[i]
 		n := clone(p, false)
@@ -189,32 +234,41 @@ func (m Map[K, V]) Clear() Map[K, V] {
 
 // clone returns a copy of t, transient if tr is set.
 func clone[K, V any](t *node[K, V], tr bool) *node[K, V] {
-	n := new(node[K, V])
-	*n = *t
-	n.transient = tr
-	return n
+	return &node[K, V]{left: t.left, right: t.right, key: t.key, val: t.val, prio: t.prio, transient: tr}
 }
 
-// own returns t itself if it may be mutated in place (tr is set and t is
-// transient), and a copy of t otherwise.
-func own[K, V any](t *node[K, V], tr bool) *node[K, V] {
-	if tr && t.transient {
+// alloc makes the node copies of one operation: for a Builder (tr set)
+// it hands back transient nodes themselves, to mutate in place, and makes
+// transient copies of the others; otherwise it makes persistent copies.
+type alloc[K, V any] struct {
+	tr bool
+}
+
+// new returns a zeroed node, transient if a.tr.
+func (a *alloc[K, V]) new() *node[K, V] {
+	return &node[K, V]{transient: a.tr}
+}
+
+// own returns t itself if it may be mutated in place (a Builder's
+// transient node), and a copy of t otherwise.
+func (a *alloc[K, V]) own(t *node[K, V]) *node[K, V] {
+	if a.tr && t.transient {
 		return t
 	}
-	return clone(t, tr)
+	return clone(t, a.tr)
 }
 
 // insert puts k, v with priority p into the tree at root and returns the
-// new root and whether k was absent. Persistent (tr false) it copies every
-// node it changes; transient (tr true) it changes transient nodes in
-// place and copies only the others, making the copies transient.
-func insert[K, V any](c *config[K], root *node[K, V], k K, v V, p uint32, tr bool) (*node[K, V], bool) {
+// new root and whether k was absent. Persistent (a.tr false) it copies
+// every node it changes; for a Builder (a.tr true) it changes transient
+// nodes in place and copies only the others, making the copies transient.
+func insert[K, V any](c *config[K], root *node[K, V], k K, v V, p uint32, a *alloc[K, V]) (*node[K, V], bool) {
 	link := &root
 	t := root
 	for t != nil {
-		d := c.cmp(k, t.key)
+		d := c.compare(k, t.key)
 		if d == 0 {
-			n := own(t, tr)
+			n := a.own(t)
 			n.key, n.val = k, v
 			*link = n
 			return root, false
@@ -222,7 +276,7 @@ func insert[K, V any](c *config[K], root *node[K, V], k K, v V, p uint32, tr boo
 		if p > t.prio || (p == t.prio && d < 0) {
 			break
 		}
-		n := own(t, tr)
+		n := a.own(t)
 		*link = n
 		if d < 0 {
 			link, t = &n.left, n.left
@@ -230,27 +284,28 @@ func insert[K, V any](c *config[K], root *node[K, V], k K, v V, p uint32, tr boo
 			link, t = &n.right, n.right
 		}
 	}
-	x := &node[K, V]{key: k, val: v, prio: p, transient: tr}
+	x := a.new()
+	x.key, x.val, x.prio = k, v, p
 	var eq *node[K, V]
 	// k beats t, so with a consistent hash k is not below t; split3 still
 	// drops it if an inconsistent hash put it there.
-	x.left, x.right, eq = split3(c, t, k, tr)
+	x.left, x.right, eq = split3(c, t, k, a)
 	*link = x
 	return root, eq == nil
 }
 
 // remove deletes k, which must be present, from the tree at root (see
-// insert for tr) and returns the new root.
-func remove[K, V any](c *config[K], root *node[K, V], k K, tr bool) *node[K, V] {
+// insert for a) and returns the new root.
+func remove[K, V any](c *config[K], root *node[K, V], k K, a *alloc[K, V]) *node[K, V] {
 	link := &root
 	t := root
 	for t != nil {
-		d := c.cmp(k, t.key)
+		d := c.compare(k, t.key)
 		if d == 0 {
-			*link = join(t.left, t.right, tr)
+			*link = join(t.left, t.right, a)
 			return root
 		}
-		n := own(t, tr)
+		n := a.own(t)
 		*link = n
 		if d < 0 {
 			link, t = &n.left, n.left
@@ -263,15 +318,15 @@ func remove[K, V any](c *config[K], root *node[K, V], k K, tr bool) *node[K, V] 
 
 // split3 splits t into the keys less than k, the keys greater than k,
 // and the node holding k itself (nil if none).
-func split3[K, V any](c *config[K], t *node[K, V], k K, tr bool) (l, r, eq *node[K, V]) {
+func split3[K, V any](c *config[K], t *node[K, V], k K, a *alloc[K, V]) (l, r, eq *node[K, V]) {
 	lp, rp := &l, &r
 	for t != nil {
-		d := c.cmp(k, t.key)
+		d := c.compare(k, t.key)
 		if d == 0 {
 			*lp, *rp = t.left, t.right
 			return l, r, t
 		}
-		n := own(t, tr)
+		n := a.own(t)
 		if d < 0 {
 			*rp = n
 			rp, t = &n.left, n.left
@@ -286,11 +341,11 @@ func split3[K, V any](c *config[K], t *node[K, V], k K, tr bool) (l, r, eq *node
 
 // split2 splits t into the keys less than k and the keys greater than or
 // equal to k.
-func split2[K, V any](c *config[K], t *node[K, V], k K, tr bool) (l, r *node[K, V]) {
+func split2[K, V any](c *config[K], t *node[K, V], k K, a *alloc[K, V]) (l, r *node[K, V]) {
 	lp, rp := &l, &r
 	for t != nil {
-		n := own(t, tr)
-		if c.cmp(t.key, k) < 0 {
+		n := a.own(t)
+		if c.compare(t.key, k) < 0 {
 			*lp = n
 			lp, t = &n.right, n.right
 		} else {
@@ -304,16 +359,16 @@ func split2[K, V any](c *config[K], t *node[K, V], k K, tr bool) (l, r *node[K, 
 
 // join links two trees where every key of l is less than every key of r.
 // On equal priorities the smaller key, from l, becomes the ancestor.
-func join[K, V any](l, r *node[K, V], tr bool) *node[K, V] {
+func join[K, V any](l, r *node[K, V], a *alloc[K, V]) *node[K, V] {
 	var root *node[K, V]
 	link := &root
 	for l != nil && r != nil {
 		if l.prio >= r.prio {
-			n := own(l, tr)
+			n := a.own(l)
 			*link = n
 			link, l = &n.right, n.right
 		} else {
-			n := own(r, tr)
+			n := a.own(r)
 			*link = n
 			link, r = &n.left, n.left
 		}
@@ -329,7 +384,7 @@ func join[K, V any](l, r *node[K, V], tr bool) *node[K, V] {
 // find returns the node holding k, or nil.
 func find[K, V any](c *config[K], t *node[K, V], k K) *node[K, V] {
 	for t != nil {
-		d := c.cmp(k, t.key)
+		d := c.compare(k, t.key)
 		if d == 0 {
 			return t
 		}

@@ -571,6 +571,13 @@ func TestAllocs(t *testing.T) {
 	}); a > 1 {
 		t.Errorf("All: %v allocs", a)
 	}
+	if a := testing.AllocsPerRun(100, func() {
+		for range m.After("file00000500") {
+			break
+		}
+	}); a > 1 {
+		t.Errorf("After: %v allocs", a)
+	}
 	if s := unsafe.Sizeof(node[string, int]{}); s != 48 {
 		t.Errorf("node[string, int] is %d bytes, want 48", s)
 	}

@@ -2,7 +2,6 @@ package mem
 
 import (
 	"io/fs"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -31,21 +30,10 @@ type entry struct {
 	kids  treap.Map[string, *entry] // directory: entries by name
 }
 
-var emptyDir = treap.New[string, *entry](strings.Compare, hashName)
-
-// hashName is the treap priority of a name: any fixed, well-mixed hash.
-func hashName(s string) uint64 {
-	// FNV-1a, then a final avalanche so that similar names spread well.
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= 1099511628211
-	}
-	h ^= h >> 33
-	h *= 0xff51afd7ed558ccd
-	h ^= h >> 33
-	return h
-}
+// emptyDir is every new directory's index. Its NewOrdered order compares
+// names as strings.Compare does, byte by byte, which is the order
+// fs.ReadDir promises.
+var emptyDir = treap.NewOrdered[string, *entry]()
 
 func (e *entry) isDir() bool     { return e.mode.IsDir() }
 func (e *entry) isSymlink() bool { return e.mode&fs.ModeSymlink != 0 }
