@@ -2,9 +2,9 @@ package mem
 
 import "syscall"
 
-// The errnos os gives on Linux; each matches its fs.Err* sentinel with
-// errors.Is (ENOENT is fs.ErrNotExist, EEXIST fs.ErrExist, EINVAL
-// fs.ErrInvalid).
+// The errnos os gives on Linux. errors.Is matches ENOENT with
+// fs.ErrNotExist and EEXIST and ENOTEMPTY with fs.ErrExist, as for os;
+// EINVAL is not fs.ErrInvalid, which is kept for invalid io/fs paths.
 var (
 	errNotExist error = syscall.ENOENT
 	errExist    error = syscall.EEXIST
