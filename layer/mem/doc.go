@@ -12,25 +12,28 @@
 //
 // [FS.Snapshot] returns the current state as an immutable [Snapshot] in
 // O(1). A snapshot never sees a later write, and holding or reading one
-// never delays a writer.
+// never delays a writer; taking one waits for a write in progress.
 //
 // # Concurrency
 //
-// Any number of goroutines may use one FS. Readers load the current state
-// with one atomic load and never take a lock. Writers serialize on one
-// mutex and publish each finished operation atomically, so a reader sees an
+// Any number of goroutines may use one FS. Readers never take a lock: they
+// follow atomic pointers from the root. Writers serialize on one mutex and
+// make each operation visible with one atomic store, so a reader sees an
 // operation (a rename, a WriteFile) whole or not at all.
 //
 // # Structure and cost
 //
 // Directories are persistent treaps of their entries, linked as a tree of
-// inodes. Creating, removing, renaming or looking up one entry costs
-// O(log n) per path element; renaming or removing a directory does not
-// depend on what it holds; listing k entries costs O(k + log n). File
-// contents live in 64 KiB chunks under a persistent radix tree: appending
-// never copies what is already written and an overwrite copies only the
-// chunks it touches. Seeking past the end and writing, or truncating
-// upwards, leaves a hole that costs no memory.
+// inodes. Each entry is a cell whose state a writer replaces in place until
+// the next snapshot freezes it; after that, the first change below a frozen
+// directory copies the path to it once. So between snapshots, writing a
+// file costs O(1) in the tree, creating or removing an entry O(log n) in
+// its directory, and renaming or removing a directory does not depend on
+// what it holds; listing k entries costs O(k + log n). File contents live
+// in 64 KiB chunks under a persistent radix tree: appending never copies
+// what is already written and an overwrite copies only the chunks it
+// touches. Seeking past the end and writing, or truncating upwards, leaves
+// a hole that costs no memory.
 //
 // # Open files
 //

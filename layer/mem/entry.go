@@ -8,11 +8,11 @@ import (
 	"github.com/packfs/packfs/treap"
 )
 
-// inode is a file's identity across versions. Entries are immutable
-// versions; an inode ties together the versions of one file, so that an
-// open handle keeps reaching its file after a rename or an unlink.
+// inode is a file's identity. An open handle holds the inode, so that it
+// keeps reaching its file after a rename or an unlink.
 type inode struct {
-	// cur is the latest version; handles load it without locking.
+	// cur is the entry that stands for the file in the latest state;
+	// handles load it without locking.
 	cur atomic.Pointer[entry]
 	// parent and name locate the file; only the writer changes them, under
 	// FS.mu. parent is nil for the root and for an unlinked file; a reader
@@ -21,9 +21,22 @@ type inode struct {
 	name   string
 }
 
-// entry is one immutable version of a file, directory, symlink or whiteout.
+// entry is what a directory's index holds for a file: a cell whose state
+// the writer may replace in place until the next snapshot. A snapshot bumps
+// the layer's epoch, which freezes every entry made before it; changing a
+// frozen entry means making a new one and linking it into a new version of
+// its parent, and so on up to the first entry still of the current epoch.
+// So a run of writes between snapshots changes states in place, and a
+// snapshot costs O(1) when taken plus, later, one path copy per changed
+// path.
 type entry struct {
 	ino   *inode
+	epoch uint64 // the epoch it was made in
+	st    atomic.Pointer[state]
+}
+
+// state is one immutable version of a file's metadata and contents.
+type state struct {
 	mode  fs.FileMode
 	mtime int64                     // Unix nanoseconds
 	data  *content                  // regular file: bytes; symlink: target
@@ -35,38 +48,40 @@ type entry struct {
 // fs.ReadDir promises.
 var emptyDir = treap.NewOrdered[string, *entry]()
 
-func (e *entry) isDir() bool     { return e.mode.IsDir() }
-func (e *entry) isSymlink() bool { return e.mode&fs.ModeSymlink != 0 }
-func (e *entry) isRegular() bool { return e.mode.IsRegular() }
+func (s *state) isDir() bool     { return s.mode.IsDir() }
+func (s *state) isSymlink() bool { return s.mode&fs.ModeSymlink != 0 }
+func (s *state) isRegular() bool { return s.mode.IsRegular() }
 
-func (e *entry) size() int64 {
-	if e.isDir() {
+func (s *state) size() int64 {
+	if s.isDir() {
 		return 0
 	}
-	return e.data.Size()
+	return s.data.Size()
 }
 
-func (e *entry) target() string { return string(e.data.bytes()) }
+func (s *state) target() string { return string(s.data.bytes()) }
 
-// with returns a copy of e: the start of every new version.
-func (e *entry) with() *entry {
-	n := *e
+// with returns a copy of s: the start of every new state.
+func (s *state) with() *state {
+	n := *s
 	return &n
 }
 
-// fileInfo describes one version of an entry as fs.FileInfo and fs.DirEntry.
+func (e *entry) state() *state { return e.st.Load() }
+
+// fileInfo describes one state of a file as fs.FileInfo and fs.DirEntry.
 type fileInfo struct {
 	name string
-	e    *entry
+	s    *state
 }
 
 func (fi *fileInfo) Name() string               { return fi.name }
-func (fi *fileInfo) Size() int64                { return fi.e.size() }
-func (fi *fileInfo) Mode() fs.FileMode          { return fi.e.mode }
-func (fi *fileInfo) ModTime() time.Time         { return time.Unix(0, fi.e.mtime) }
-func (fi *fileInfo) IsDir() bool                { return fi.e.isDir() }
+func (fi *fileInfo) Size() int64                { return fi.s.size() }
+func (fi *fileInfo) Mode() fs.FileMode          { return fi.s.mode }
+func (fi *fileInfo) ModTime() time.Time         { return time.Unix(0, fi.s.mtime) }
+func (fi *fileInfo) IsDir() bool                { return fi.s.isDir() }
 func (fi *fileInfo) Sys() any                   { return nil }
-func (fi *fileInfo) Type() fs.FileMode          { return fi.e.mode.Type() }
+func (fi *fileInfo) Type() fs.FileMode          { return fi.s.mode.Type() }
 func (fi *fileInfo) Info() (fs.FileInfo, error) { return fi, nil }
 func (fi *fileInfo) String() string             { return fs.FormatDirEntry(fi) }
 
@@ -86,7 +101,7 @@ func list(kids treap.Map[string, *entry], after string, first bool, n int) []fs.
 		if n > 0 && len(infos) == n {
 			break
 		}
-		infos = append(infos, fileInfo{name, e})
+		infos = append(infos, fileInfo{name, e.state()})
 	}
 	out := make([]fs.DirEntry, len(infos))
 	for i := range infos {

@@ -21,7 +21,7 @@ var errWriteAtInAppendMode = errors.New("os: invalid use of WriteAt on file open
 type file struct {
 	fsys   *FS    // nil when frozen
 	ino    *inode // live files
-	frozen *entry // snapshot files
+	frozen *state // snapshot files
 	name   string
 	flag   int
 
@@ -38,11 +38,12 @@ type file struct {
 
 var _ layer.File = (*file)(nil)
 
-func (h *file) cur() *entry {
+// cur returns the file's current state.
+func (h *file) cur() *state {
 	if h.frozen != nil {
 		return h.frozen
 	}
-	return h.ino.cur.Load()
+	return h.ino.cur.Load().state()
 }
 
 func (h *file) readable() bool { return h.flag&(os.O_WRONLY|os.O_RDWR) != os.O_WRONLY }
@@ -66,7 +67,7 @@ func (h *file) Stat() (fs.FileInfo, error) {
 	if err := h.check("stat"); err != nil {
 		return nil, err
 	}
-	return &fileInfo{name: baseName(h.name, where{}), e: h.cur()}, nil
+	return &fileInfo{name: baseName(h.name), s: h.cur()}, nil
 }
 
 func (h *file) Read(p []byte) (int, error) {
@@ -159,19 +160,18 @@ func (h *file) writeAt(op string, p []byte, off int64, appending bool) (int, err
 	if len(p) == 0 {
 		return 0, nil // Linux moves no offset for an empty write
 	}
-	e := h.ino.cur.Load()
+	s := h.ino.cur.Load().state()
 	if appending {
-		off = e.size()
+		off = s.size()
 		h.off = off
 	}
-	if !e.isRegular() {
+	if !s.isRegular() {
 		return 0, layer.PathError(op, h.name, errInvalid)
 	}
-	ne := e.with()
-	ne.data = e.data.writeAt(p, off)
-	ne.mtime = f.now().UnixNano()
-	f.commit(ne)
-	f.publish()
+	ns := s.with()
+	ns.data = s.data.writeAt(p, off)
+	ns.mtime = f.now().UnixNano()
+	f.set(h.ino, ns)
 	return len(p), nil
 }
 
@@ -214,15 +214,14 @@ func (h *file) Truncate(size int64) error {
 	f := h.fsys
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	e := h.ino.cur.Load()
-	if !e.isRegular() {
+	s := h.ino.cur.Load().state()
+	if !s.isRegular() {
 		return layer.PathError("truncate", h.name, errInvalid)
 	}
-	ne := e.with()
-	ne.data = e.data.truncate(size)
-	ne.mtime = f.now().UnixNano()
-	f.commit(ne)
-	f.publish()
+	ns := s.with()
+	ns.data = s.data.truncate(size)
+	ns.mtime = f.now().UnixNano()
+	f.set(h.ino, ns)
 	return nil
 }
 

@@ -12,8 +12,9 @@ import (
 // FS is a writable in-memory layer. The zero FS is not usable; call [New].
 type FS struct {
 	mu      sync.Mutex            // serializes writers
-	root    atomic.Pointer[entry] // the published state; readers load it
+	root    atomic.Pointer[entry] // the root directory; readers load it
 	rootIno *inode                // the root directory's identity
+	epoch   uint64                // guarded by mu; see entry
 	now     func() time.Time
 }
 
@@ -26,7 +27,8 @@ var (
 // New returns an empty in-memory layer whose root directory has mode 0755.
 func New() *FS {
 	f := &FS{rootIno: &inode{}, now: time.Now}
-	e := &entry{ino: f.rootIno, mode: fs.ModeDir | 0o755, mtime: f.now().UnixNano(), kids: emptyDir}
+	e := &entry{ino: f.rootIno}
+	e.st.Store(&state{mode: fs.ModeDir | 0o755, mtime: f.now().UnixNano(), kids: emptyDir})
 	f.rootIno.cur.Store(e)
 	f.root.Store(e)
 	return f
@@ -34,7 +36,11 @@ func New() *FS {
 
 // Snapshot returns the current state as an immutable file system, in O(1).
 // Later writes to f never show in it, and reading it never blocks a writer.
+// Taking it waits for a write in progress to finish.
 func (f *FS) Snapshot() *Snapshot {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.epoch++ // freezes every entry made so far
 	return &Snapshot{root: f.root.Load()}
 }
 
@@ -88,10 +94,13 @@ func (s *Snapshot) view() view { return view{s.root} }
 // Open opens name for reading, following symlinks.
 func (s *Snapshot) Open(name string) (fs.File, error) {
 	w, err := s.view().resolve("open", name, true)
+	if err == nil {
+		err = checkOpen(w.e.state(), 0)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return &file{name: name, frozen: w.e, flag: 0}, nil
+	return &file{name: name, frozen: w.e.state(), flag: 0}, nil
 }
 
 // Stat returns a description of name, following symlinks.
@@ -136,7 +145,7 @@ func (v view) stat(op, name string, follow bool) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &fileInfo{name: baseName(name, w), e: w.e}, nil
+	return &fileInfo{name: baseName(name), s: w.e.state()}, nil
 }
 
 func (v view) readDir(name string) ([]fs.DirEntry, error) {
@@ -144,10 +153,11 @@ func (v view) readDir(name string) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !w.e.isDir() {
+	st := w.e.state()
+	if !st.isDir() {
 		return nil, layer.PathError("open", name, errNotDir)
 	}
-	return list(w.e.kids, "", true, -1), nil
+	return list(st.kids, "", true, -1), nil
 }
 
 func (v view) readFile(name string) ([]byte, error) {
@@ -155,10 +165,14 @@ func (v view) readFile(name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if w.e.isDir() {
+	st := w.e.state()
+	if err := checkOpen(st, 0); err != nil {
+		return nil, layer.PathError("open", name, err)
+	}
+	if st.isDir() {
 		return nil, layer.PathError("read", name, errIsDir)
 	}
-	return w.e.data.bytes(), nil
+	return st.data.bytes(), nil
 }
 
 func (v view) readLink(name string) (string, error) {
@@ -166,15 +180,16 @@ func (v view) readLink(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !w.e.isSymlink() {
+	st := w.e.state()
+	if !st.isSymlink() {
 		return "", layer.PathError("readlink", name, errInvalid)
 	}
-	return w.e.target(), nil
+	return st.target(), nil
 }
 
 // baseName is the name a FileInfo reports for name: its last element, as
 // os reports it, or "." for the root.
-func baseName(name string, w where) string {
+func baseName(name string) string {
 	if name == "." {
 		return "."
 	}

@@ -12,6 +12,7 @@ const maxSymlinks = 40
 
 // where is the result of resolving a path: the directory holding the final
 // element, the element's name, and its entry, nil when it does not exist.
+// The writer, which alone changes states, may read them through it.
 // When the path names a directory by "." (the root, or a symlink target
 // ending in "." or ".."), dir is nil and base is ".".
 type where struct {
@@ -59,18 +60,19 @@ func walk(root *entry, name string, follow bool) (where, error) {
 			}
 			continue
 		}
-		child, ok := dir.kids.Get(elem)
+		child, ok := dir.state().kids.Get(elem)
 		if !ok {
 			if last {
 				return where{dir: dir, base: elem}, nil
 			}
 			return where{}, syscall.ENOENT
 		}
-		if child.isSymlink() && (follow || !last) {
+		cs := child.state()
+		if cs.isSymlink() && (follow || !last) {
 			if hops++; hops > maxSymlinks {
 				return where{}, syscall.ELOOP
 			}
-			target := child.target()
+			target := cs.target()
 			if target == "" {
 				return where{}, syscall.ENOENT
 			}
@@ -90,7 +92,7 @@ func walk(root *entry, name string, follow bool) (where, error) {
 		if last {
 			return where{dir: dir, base: elem, e: child}, nil
 		}
-		if !child.isDir() {
+		if !cs.isDir() {
 			return where{}, syscall.ENOTDIR
 		}
 		stack = append(stack, child)

@@ -16,64 +16,116 @@ const (
 	dirModeMask  = fs.ModePerm | fs.ModeSticky
 )
 
-// commit makes e the latest version of its inode and rebuilds every
-// directory above it, up to the root or to the top of an unlinked subtree.
-// The caller holds f.mu and calls publish when the operation is complete,
-// so that readers never see half of one.
-func (f *FS) commit(e *entry) {
-	ino := e.ino
+// set makes ns the state of ino's file: in place when its entry is of the
+// current epoch, and otherwise in a new entry linked into a new state of
+// its parent, and so on up. The caller holds f.mu. Readers see the change
+// when the one in-place store lands.
+func (f *FS) set(ino *inode, ns *state) {
 	for {
-		ino.cur.Store(e)
-		p := ino.parent.Load()
-		if p == nil {
+		e := ino.cur.Load()
+		if e.epoch == f.epoch {
+			e.st.Store(ns)
 			return
 		}
-		pe := p.cur.Load().with()
-		pe.kids = pe.kids.Set(ino.name, e)
-		e, ino = pe, p
+		ne := f.newEntry(ino, ns)
+		p := ino.parent.Load()
+		if p == nil {
+			if ino == f.rootIno {
+				f.root.Store(ne)
+			}
+			return
+		}
+		ps := p.cur.Load().state().with()
+		ps.kids = ps.kids.Set(ino.name, ne)
+		ino, ns = p, ps
 	}
 }
 
-// publish makes the state built by commit visible to readers.
-func (f *FS) publish() { f.root.Store(f.rootIno.cur.Load()) }
+// newEntry makes a new entry of the current epoch for ino, with state s,
+// and makes it ino's latest.
+func (f *FS) newEntry(ino *inode, s *state) *entry {
+	e := &entry{ino: ino, epoch: f.epoch}
+	e.st.Store(s)
+	ino.cur.Store(e)
+	return e
+}
 
-// update runs op under the writer lock and publishes what it did. op
-// checks everything that can fail before it changes anything.
+// setBoth makes as the state of directory a and bs the state of directory
+// b visible in one step, so that a reader sees both changes or neither:
+// below their lowest common ancestor it links new entries, and the
+// ancestor's new state goes in with one store.
+func (f *FS) setBoth(a *inode, as *state, b *inode, bs *state) {
+	type change struct {
+		ino   *inode
+		s     *state
+		depth int
+	}
+	x, y := change{a, as, f.depth(a)}, change{b, bs, f.depth(b)}
+	for x.ino != y.ino {
+		if x.depth < y.depth {
+			x, y = y, x
+		}
+		// Lift the deeper change into a new state of its parent, on top of
+		// the other change when that is the parent's own.
+		p := x.ino.parent.Load()
+		ps := p.cur.Load().state()
+		if y.ino == p {
+			ps = y.s
+		}
+		ps = ps.with()
+		ps.kids = ps.kids.Set(x.ino.name, f.newEntry(x.ino, x.s))
+		x = change{p, ps, x.depth - 1}
+		if y.ino == p {
+			y = x
+		}
+	}
+	f.set(x.ino, x.s)
+}
+
+// depth is the number of directories above ino.
+func (f *FS) depth(ino *inode) int {
+	d := 0
+	for ino != f.rootIno {
+		ino = ino.parent.Load()
+		d++
+	}
+	return d
+}
+
+// update runs op under the writer lock. op checks everything that can fail
+// before it changes anything.
 func (f *FS) update(op func(root *entry, now int64) error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	err := op(f.root.Load(), f.now().UnixNano())
-	f.publish()
-	return err
+	return op(f.root.Load(), f.now().UnixNano())
+}
+
+// create makes a new file with state s, not yet linked.
+func (f *FS) create(s *state) *entry {
+	if s.mode.IsDir() {
+		s.kids = emptyDir
+	}
+	return f.newEntry(&inode{}, s)
 }
 
 // link adds e to directory dir under name, or replaces what is there.
 func (f *FS) link(dir *entry, name string, e *entry, now int64) {
 	e.ino.parent.Store(dir.ino)
 	e.ino.name = name
-	e.ino.cur.Store(e)
-	nd := dir.ino.cur.Load().with()
-	nd.kids = nd.kids.Set(name, e)
-	nd.mtime = now
-	f.commit(nd)
+	ds := dir.ino.cur.Load().state().with()
+	ds.kids = ds.kids.Set(name, e)
+	ds.mtime = now
+	f.set(dir.ino, ds)
 }
 
 // unlink removes name from directory dir; the inode lives on for open
 // handles.
 func (f *FS) unlink(dir *entry, name string, e *entry, now int64) {
-	nd := dir.ino.cur.Load().with()
-	nd.kids = nd.kids.Delete(name)
-	nd.mtime = now
-	f.commit(nd)
+	ds := dir.ino.cur.Load().state().with()
+	ds.kids = ds.kids.Delete(name)
+	ds.mtime = now
+	f.set(dir.ino, ds)
 	e.ino.parent.Store(nil)
-}
-
-func newEntry(mode fs.FileMode, now int64) *entry {
-	e := &entry{ino: &inode{}, mode: mode, mtime: now}
-	if mode.IsDir() {
-		e.kids = emptyDir
-	}
-	return e
 }
 
 // OpenFile opens name with the flags of [os.OpenFile]: os.O_RDONLY,
@@ -85,8 +137,11 @@ func (f *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 	if acc == os.O_RDONLY && flag&(os.O_CREATE|os.O_TRUNC) == 0 {
 		// Reading needs no lock.
 		w, err := walk(f.root.Load(), name, flag&syscall.O_NOFOLLOW == 0)
+		if err == nil && w.e == nil {
+			err = errNotExist
+		}
 		if err == nil {
-			err = checkOpen(w.e, flag)
+			err = checkOpen(w.e.state(), flag)
 		}
 		if err != nil {
 			return nil, layer.PathError("open", name, err)
@@ -107,17 +162,15 @@ func (f *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 	return h, nil
 }
 
-// checkOpen applies open's checks to an existing entry e (nil: missing).
-func checkOpen(e *entry, flag int) error {
+// checkOpen applies open's checks to an existing file in state s.
+func checkOpen(s *state, flag int) error {
 	acc := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
 	switch {
-	case e == nil:
-		return errNotExist
-	case e.isSymlink():
+	case s.isSymlink():
 		return syscall.ELOOP // only with O_NOFOLLOW
-	case layer.IsWhiteout(e.mode):
+	case layer.IsWhiteout(s.mode):
 		return syscall.ENXIO // as for the 0/0 character device it stands for
-	case e.isDir():
+	case s.isDir():
 		if acc != os.O_RDONLY || flag&(os.O_CREATE|os.O_TRUNC) != 0 {
 			return errIsDir
 		}
@@ -141,24 +194,25 @@ func (f *FS) open(root *entry, name string, flag int, perm fs.FileMode, now int6
 		if flag&syscall.O_DIRECTORY != 0 {
 			return nil, errInvalid
 		}
-		e := newEntry(perm&fileModeMask, now)
+		e := f.create(&state{mode: perm & fileModeMask, mtime: now})
 		f.link(w.dir, strings.Clone(w.base), e, now)
 		return e, nil
 	}
 	if excl {
 		return nil, errExist
 	}
-	if err := checkOpen(w.e, flag); err != nil {
+	st := w.e.state()
+	if err := checkOpen(st, flag); err != nil {
 		return nil, err
 	}
-	e := w.e
-	if flag&os.O_TRUNC != 0 && e.isRegular() {
-		e = e.with()
-		e.data = nil
-		e.mtime = now
-		f.commit(e)
+	if flag&os.O_TRUNC != 0 && st.isRegular() {
+		// Linux truncates, and sets the times, even with O_RDONLY.
+		ns := st.with()
+		ns.data = nil
+		ns.mtime = now
+		f.set(w.e.ino, ns)
 	}
-	return e, nil
+	return w.e, nil
 }
 
 // Create creates or truncates name with mode 0666, as [os.Create] does.
@@ -176,18 +230,18 @@ func (f *FS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 			return err
 		}
 		if w.e == nil {
-			e := newEntry(perm&fileModeMask, now)
-			e.data = c
+			e := f.create(&state{mode: perm & fileModeMask, mtime: now, data: c})
 			f.link(w.dir, strings.Clone(w.base), e, now)
 			return nil
 		}
-		if err := checkOpen(w.e, os.O_WRONLY|os.O_CREATE|os.O_TRUNC); err != nil {
+		st := w.e.state()
+		if err := checkOpen(st, os.O_WRONLY|os.O_CREATE|os.O_TRUNC); err != nil {
 			return err
 		}
-		e := w.e.with()
-		e.data = c
-		e.mtime = now
-		f.commit(e)
+		ns := st.with()
+		ns.data = c
+		ns.mtime = now
+		f.set(w.e.ino, ns)
 		return nil
 	})
 	if err != nil {
@@ -206,7 +260,7 @@ func (f *FS) Mkdir(name string, perm fs.FileMode) error {
 		if w.e != nil {
 			return errExist
 		}
-		f.link(w.dir, strings.Clone(w.base), newEntry(fs.ModeDir|perm&dirModeMask, now), now)
+		f.link(w.dir, strings.Clone(w.base), f.create(&state{mode: fs.ModeDir | perm&dirModeMask, mtime: now}), now)
 		return nil
 	})
 	if err != nil {
@@ -251,7 +305,7 @@ func (f *FS) Remove(name string) error {
 			return errInvalid
 		case w.e == nil:
 			return errNotExist
-		case w.e.isDir() && w.e.kids.Len() > 0:
+		case w.e.state().isDir() && w.e.state().kids.Len() > 0:
 			return errNotEmpty
 		}
 		f.unlink(w.dir, w.base, w.e, now)
@@ -306,7 +360,7 @@ func (f *FS) Rename(oldname, newname string) error {
 func (f *FS) rename(root *entry, oldname, newname string, now int64) error {
 	nw, nerr := walk(root, newname, false)
 	ow, err := walk(root, oldname, false)
-	if nerr == nil && nw.e != nil && nw.e.isDir() {
+	if nerr == nil && nw.e != nil && nw.e.state().isDir() {
 		// os.Rename refuses to replace a directory, before asking the
 		// kernel: the error of Lstat(oldname), or else EEXIST.
 		switch {
@@ -345,23 +399,37 @@ func (f *FS) rename(root *entry, oldname, newname string, now int64) error {
 		if dst.ino == src.ino {
 			return nil
 		}
-		if src.isDir() {
-			if !dst.isDir() {
+		ss, ds := src.state(), dst.state()
+		if ss.isDir() {
+			if !ds.isDir() {
 				return errNotDir
 			}
-			if dst.kids.Len() > 0 {
+			if ds.kids.Len() > 0 {
 				return errNotEmpty
 			}
-		} else if dst.isDir() {
+		} else if ds.isDir() {
 			return errIsDir
 		}
 	}
-	nw.base = strings.Clone(nw.base)
-	f.unlink(ow.dir, ow.base, src, now)
-	f.link(nw.dir.ino.cur.Load(), nw.base, src, now)
+	base := strings.Clone(nw.base)
+	from, to := ow.dir.ino, nw.dir.ino
+	if from == to {
+		s := ow.dir.state().with()
+		s.kids = s.kids.Delete(ow.base).Set(base, src)
+		s.mtime = now
+		f.set(from, s)
+	} else {
+		fromS, toS := ow.dir.state().with(), nw.dir.state().with()
+		fromS.kids = fromS.kids.Delete(ow.base)
+		toS.kids = toS.kids.Set(base, src)
+		fromS.mtime, toS.mtime = now, now
+		f.setBoth(from, fromS, to, toS)
+	}
 	if dst != nil {
 		dst.ino.parent.Store(nil)
 	}
+	src.ino.parent.Store(to)
+	src.ino.name = base
 	return nil
 }
 
@@ -374,13 +442,13 @@ func (f *FS) Whiteout(name string) error {
 			return err
 		case w.dir == nil:
 			return errInvalid
-		case w.e != nil && w.e.isDir() && w.e.kids.Len() > 0:
+		case w.e != nil && w.e.state().isDir() && w.e.state().kids.Len() > 0:
 			return errNotEmpty
 		}
 		if w.e != nil {
 			w.e.ino.parent.Store(nil)
 		}
-		f.link(w.dir, strings.Clone(w.base), newEntry(layer.ModeWhiteout, now), now)
+		f.link(w.dir, strings.Clone(w.base), f.create(&state{mode: layer.ModeWhiteout, mtime: now}), now)
 		return nil
 	})
 	if err != nil {
@@ -404,8 +472,7 @@ func (f *FS) Symlink(oldname, newname string) error {
 		case strings.IndexByte(oldname, 0) >= 0:
 			return errInvalid
 		}
-		e := newEntry(fs.ModeSymlink|0o777, now)
-		e.data = newContent([]byte(oldname))
+		e := f.create(&state{mode: fs.ModeSymlink | 0o777, mtime: now, data: newContent([]byte(oldname))})
 		f.link(w.dir, strings.Clone(w.base), e, now)
 		return nil
 	})
@@ -415,8 +482,8 @@ func (f *FS) Symlink(oldname, newname string) error {
 	return nil
 }
 
-// change applies fn to a new version of the entry name resolves to.
-func (f *FS) change(op, name string, follow bool, fn func(e *entry)) error {
+// change applies fn to a new state of the file name resolves to.
+func (f *FS) change(op, name string, follow bool, fn func(s *state)) error {
 	err := f.update(func(root *entry, now int64) error {
 		w, err := walk(root, name, follow)
 		if err != nil {
@@ -426,9 +493,9 @@ func (f *FS) change(op, name string, follow bool, fn func(e *entry)) error {
 			return errNotExist
 		}
 		if fn != nil {
-			e := w.e.with()
-			fn(e)
-			f.commit(e)
+			s := w.e.state().with()
+			fn(s)
+			f.set(w.e.ino, s)
 		}
 		return nil
 	})
@@ -441,8 +508,8 @@ func (f *FS) change(op, name string, follow bool, fn func(e *entry)) error {
 // Chmod changes the mode of name, following symlinks. Mode bits are kept,
 // not enforced: the layer has no calling user, as for root on Linux.
 func (f *FS) Chmod(name string, mode fs.FileMode) error {
-	return f.change("chmod", name, true, func(e *entry) {
-		e.mode = e.mode&^fileModeMask | mode&fileModeMask
+	return f.change("chmod", name, true, func(s *state) {
+		s.mode = s.mode&^fileModeMask | mode&fileModeMask
 	})
 }
 
@@ -460,9 +527,9 @@ func (f *FS) Lchown(name string, uid, gid int) error {
 // Chtimes sets the modification time of name, following symlinks; a zero
 // mtime leaves it unchanged. Access times are not kept.
 func (f *FS) Chtimes(name string, atime, mtime time.Time) error {
-	return f.change("chtimes", name, true, func(e *entry) {
+	return f.change("chtimes", name, true, func(s *state) {
 		if !mtime.IsZero() {
-			e.mtime = mtime.UnixNano()
+			s.mtime = mtime.UnixNano()
 		}
 	})
 }
