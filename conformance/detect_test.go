@@ -1,0 +1,98 @@
+package conformance
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"testing"
+	"time"
+
+	"github.com/packfs/packfs/layer"
+)
+
+// TestDifferentialDetects checks that the differential test catches
+// plausible bugs: each variant of plain os below breaks one rule, and some
+// sequence among the first hundred must diverge.
+func TestDifferentialDetects(t *testing.T) {
+	withUmask0(t)
+	base := hostBase(t)
+	bugs := map[string]func(h *hostFS) layer.FS{
+		"Remove of a non-empty directory": func(h *hostFS) layer.FS { return removeAllBug{h} },
+		"Mkdir ignores perm":              func(h *hostFS) layer.FS { return mkdirPermBug{h} },
+		"Readlink cleans the target":      func(h *hostFS) layer.FS { return readlinkBug{h} },
+		"OpenFile ignores O_TRUNC":        func(h *hostFS) layer.FS { return truncBug{h} },
+		"OpenFile ignores O_APPEND":       func(h *hostFS) layer.FS { return appendBug{h} },
+		"Stat does not follow symlinks":   func(h *hostFS) layer.FS { return statBug{h} },
+		"Chtimes does nothing":            func(h *hostFS) layer.FS { return chtimesBug{h} },
+		"Remove names its Op unlink":      func(h *hostFS) layer.FS { return opBug{h} },
+		"Rename reports old as new":       func(h *hostFS) layer.FS { return renamePathBug{h} },
+	}
+	for name, bug := range bugs {
+		t.Run(name, func(t *testing.T) {
+			newFS := func(t *testing.T) layer.FS { return bug(&hostFS{dir: fastTempDir(t)}) }
+			for seed := int64(1); seed <= 100; seed++ {
+				if d := runSequence(t, newFS, base, genOps(seed, defaultOps), nil); d != nil {
+					t.Logf("seed %d: %s", seed, d.sig)
+					return
+				}
+			}
+			t.Errorf("no sequence of the first 100 finds the bug")
+		})
+	}
+}
+
+type removeAllBug struct{ *hostFS }
+
+func (b removeAllBug) Remove(name string) error { return b.hostFS.RemoveAll(name) }
+
+type mkdirPermBug struct{ *hostFS }
+
+func (b mkdirPermBug) Mkdir(name string, _ fs.FileMode) error { return b.hostFS.Mkdir(name, 0o755) }
+
+type readlinkBug struct{ *hostFS }
+
+func (b readlinkBug) Readlink(name string) (string, error) {
+	target, err := b.hostFS.Readlink(name)
+	return path.Clean(target), err
+}
+
+type truncBug struct{ *hostFS }
+
+func (b truncBug) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, error) {
+	return b.hostFS.OpenFile(name, flag&^os.O_TRUNC, perm)
+}
+
+type appendBug struct{ *hostFS }
+
+func (b appendBug) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, error) {
+	return b.hostFS.OpenFile(name, flag&^os.O_APPEND, perm)
+}
+
+type statBug struct{ *hostFS }
+
+func (b statBug) Stat(name string) (fs.FileInfo, error) { return b.hostFS.Lstat(name) }
+
+type chtimesBug struct{ *hostFS }
+
+func (b chtimesBug) Chtimes(string, time.Time, time.Time) error { return nil }
+
+type opBug struct{ *hostFS }
+
+func (b opBug) Remove(name string) error {
+	err := b.hostFS.Remove(name)
+	if pe, ok := err.(*fs.PathError); ok {
+		pe.Op = "unlink"
+	}
+	return err
+}
+
+type renamePathBug struct{ *hostFS }
+
+func (b renamePathBug) Rename(oldname, newname string) error {
+	err := b.hostFS.Rename(oldname, newname)
+	if le, ok := err.(*os.LinkError); ok {
+		le.New = fmt.Sprint(le.Old)
+	}
+	return err
+}

@@ -1,0 +1,35 @@
+package mem_test
+
+import (
+	"io/fs"
+	"testing"
+
+	"github.com/packfs/packfs/conformance"
+	"github.com/packfs/packfs/layer"
+	"github.com/packfs/packfs/layer/mem"
+)
+
+// TestConformance runs the whole suite, differential test included, on
+// fresh layers, checking the layer's invariants after each test.
+func TestConformance(t *testing.T) {
+	conformance.Run(t, func(t *testing.T) layer.FS {
+		f := mem.New()
+		t.Cleanup(func() {
+			if err := f.Check(); err != nil {
+				t.Error(err)
+			}
+		})
+		return f
+	})
+}
+
+// TestConformanceReadOnly checks snapshots of the suite's trees.
+func TestConformanceReadOnly(t *testing.T) {
+	conformance.RunReadOnly(t, func(t *testing.T, tree conformance.Tree) fs.FS {
+		f := mem.New()
+		if err := conformance.Populate(f, tree); err != nil {
+			t.Fatal(err)
+		}
+		return f.Snapshot()
+	})
+}
