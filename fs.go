@@ -1,13 +1,41 @@
 // Package packfs is a layered filesystem that speaks io/fs.
 //
-// A PackFS tree is a stack of layers: one writable upper layer held in
-// memory, whose index is a persistent treap so that every state is an
-// immutable snapshot, over read-only lower layers such as mmap'd pack files
-// and contained host directories. Any layer, and any stack of them, is an
-// [io/fs.FS]: pass it to fs.WalkDir, http.FileServerFS, template.ParseFS or
-// fstest.TestFS as it is.
+// # Basics
 //
-// The pieces live in packages of one idea each:
+// A PackFS tree is a stack of layers: one writable upper layer, usually
+// held in memory with every state an immutable snapshot, over read-only
+// lower layers such as mmap'd pack files, contained host directories or
+// snapshots. [New] stacks them into an [FS], which is an [io/fs.FS] (pass
+// it to fs.WalkDir, http.FileServerFS, template.ParseFS or fstest.TestFS
+// as it is) and implements the write contract of package layer.
+//
+// # Union semantics
+//
+// The union behaves as one directory on Linux does through package os:
+//
+//   - Reads fall through the upper layer, then the lowers in order.
+//     Directories of the same name merge; ReadDir lists each name once,
+//     from the topmost layer holding it, sorted, in O(k log layers).
+//   - Writing to a lower file, or changing its mode or times, first copies
+//     it up with its mode, mtime and contents (streamed, never loaded
+//     whole). A read-only handle opened before the copy-up follows it.
+//   - Removing a name a lower layer holds records a whiteout in the upper
+//     layer, so the lower version never comes back. RemoveAll of a
+//     directory costs one upper operation and one whiteout, whatever it
+//     holds. A directory made where a lower one was removed is opaque: the
+//     lower contents stay hidden.
+//   - Rename works for files and for directories in any layer; there is no
+//     EXDEV. A directory with lower contents is copied up whole first.
+//   - [FS.Snapshot] returns an immutable union in O(1): a snapshot of the
+//     upper layer over the same lowers.
+//
+// # Concurrency
+//
+// Any number of goroutines may use one FS. Reads go straight to the
+// layers; writes serialize on one mutex, since a copy-up takes several
+// steps of the upper layer.
+//
+// # Packages
 //
 //   - [github.com/packfs/packfs/layer]: the contract every layer meets (the
 //     write-extension interfaces, the writable File, errors, whiteouts) and
@@ -17,4 +45,12 @@
 //   - [github.com/packfs/packfs/treap]: the persistent ordered map under it;
 //   - [github.com/packfs/packfs/conformance]: the test suite every backend
 //     passes, exported for downstream backends.
+//
+// # Caveats
+//
+// The union's root directory shows the upper layer's root attributes.
+// Renaming a directory whose contents live in lower layers copies them up,
+// so it costs in proportion to them. A union hides whiteouts rather than
+// showing them, so it cannot itself be another union's upper layer; put
+// its snapshot below instead.
 package packfs

@@ -289,6 +289,15 @@ func (r *runner) prepare(o op) (op, bool) {
 		return o, true
 	}
 	switch o.Kind {
+	case opSettle:
+		// Handles stay with the layer they were opened on: settle only
+		// with none open.
+		for _, s := range r.slots {
+			if s.open {
+				return o, true
+			}
+		}
+		return o, false
 	case opRename:
 		return o, r.escapes(o.Path, false) || r.escapes(o.Path2, false)
 	case opSymlink:
@@ -310,7 +319,7 @@ func (r *runner) escapes(name string, followLast bool) bool {
 // mutates reports whether o may change a directory.
 func mutates(k opKind) bool {
 	switch k {
-	case opOpenFile, opWriteFile, opMkdir, opMkdirAll, opRemove, opRemoveAll, opRename, opSymlink:
+	case opOpenFile, opWriteFile, opMkdir, opMkdirAll, opRemove, opRemoveAll, opRename, opSymlink, opSettle:
 		return true
 	}
 	return false
@@ -436,6 +445,10 @@ func (r *runner) apply(fsys layer.FS, files *[maxHandles]layer.File, o op, backe
 		err = fsys.Chown(o.Path, -1, -1)
 	case opLchown:
 		err = fsys.Lchown(o.Path, -1, -1)
+	case opSettle:
+		if s, ok := fsys.(Settler); ok && backend {
+			err = s.Settle()
+		}
 	}
 	res.Err = describeErr(err)
 	switch {

@@ -45,13 +45,14 @@ const (
 	opChtimes
 	opChown
 	opLchown
+	opSettle
 	numOpKinds
 )
 
 var opNames = [numOpKinds]string{
 	"OpenFile", "Write", "WriteAt", "Read", "ReadAt", "Seek", "Truncate", "Close", "Stat", "ReadDir", "Sync",
 	"WriteFile", "ReadFile", "Mkdir", "MkdirAll", "Remove", "RemoveAll", "Rename", "Symlink", "Readlink",
-	"Lstat", "Stat", "ReadDir", "Chmod", "Chtimes", "Chown", "Lchown",
+	"Lstat", "Stat", "ReadDir", "Chmod", "Chtimes", "Chown", "Lchown", "Settle",
 }
 
 // opWeights sets how often each kind is generated.
@@ -60,7 +61,7 @@ var opWeights = [numOpKinds]int{
 	opClose: 5, opFStat: 3, opFReadDir: 3, opSync: 1,
 	opWriteFile: 8, opReadFile: 4, opMkdir: 9, opMkdirAll: 5, opRemove: 7, opRemoveAll: 3,
 	opRename: 9, opSymlink: 7, opReadlink: 2, opLstat: 3, opStat: 3, opReadDir: 3,
-	opChmod: 3, opChtimes: 3, opChown: 1, opLchown: 1,
+	opChmod: 3, opChtimes: 3, opChown: 1, opLchown: 1, opSettle: 3,
 }
 
 func (k opKind) onHandle() bool { return k < opWriteFile }
@@ -162,6 +163,8 @@ func (o op) String() string {
 		return fmt.Sprintf("err = fsys.Chown(%s, -1, -1)", q(o.Path))
 	case opLchown:
 		return fmt.Sprintf("err = fsys.Lchown(%s, -1, -1)", q(o.Path))
+	case opSettle:
+		return "err = fsys.(conformance.Settler).Settle() // nothing on os"
 	}
 	return fmt.Sprintf("unknown op %d", o.Kind)
 }

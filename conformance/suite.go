@@ -141,6 +141,17 @@ func withUmask0(t *testing.T) {
 	t.Cleanup(func() { setUmask(old) })
 }
 
+// Settler is implemented by stacked backends that can push their state down
+// a layer in the middle of a sequence: a union, say, that freezes its upper
+// layer into a new lower one and starts a fresh upper. The differential
+// test calls Settle at random points, with no file open, so that the
+// operations after it act on what the lower layers hold: copy-up,
+// whiteouts, opaque directories and merged listings all get compared with
+// os.
+type Settler interface {
+	Settle() error
+}
+
 // snapshotter is the optional interface of backends that offer snapshots.
 type snapshotter interface {
 	Snapshot() fs.FS

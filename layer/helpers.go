@@ -9,9 +9,10 @@ import (
 	"time"
 )
 
-// readOnlyFlags are the flags that open a file for reading only, without
-// creating or changing it; any layer can serve them through fs.FS.Open.
-const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APPEND | os.O_EXCL
+// writeFlags are the flags that make an open more than a read: without
+// them, any fs.FS can serve it through Open (O_EXCL means nothing without
+// O_CREATE, and O_APPEND nothing without write access, as on Linux).
+const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC
 
 // OpenFile opens name with flag and perm. Without [OpenFileFS] it serves
 // read-only opens through fsys.Open (the file refuses writes with EBADF) and

@@ -1,0 +1,5 @@
+//go:build race
+
+package packfs_test
+
+const raceEnabled = true

@@ -1,0 +1,288 @@
+package packfs
+
+import (
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/packfs/packfs/layer"
+)
+
+// Open opens name for reading, following symlinks. A directory lists the
+// merged entries of every layer.
+func (u *FS) Open(name string) (fs.File, error) {
+	return u.OpenFile(name, os.O_RDONLY, 0)
+}
+
+// Stat returns a description of name, following symlinks.
+func (u *FS) Stat(name string) (fs.FileInfo, error) {
+	n, err := u.resolve("stat", name, true)
+	if err != nil {
+		return nil, err
+	}
+	return n.stat(name), nil
+}
+
+// Lstat returns a description of name without following a final symlink.
+func (u *FS) Lstat(name string) (fs.FileInfo, error) {
+	n, err := u.resolve("lstat", name, false)
+	if err != nil {
+		return nil, err
+	}
+	return n.stat(name), nil
+}
+
+// stat is the node's info under the name the caller used, as os reports.
+func (n *node) stat(name string) fs.FileInfo { return named(n.info, name) }
+
+// named returns fi under the last element of name.
+func named(fi fs.FileInfo, name string) fs.FileInfo {
+	base := name
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		base = name[i+1:]
+	}
+	if base == fi.Name() {
+		return fi
+	}
+	return renamed{fi, base}
+}
+
+// renamed reports a FileInfo under another name.
+type renamed struct {
+	fs.FileInfo
+	name string
+}
+
+func (r renamed) Name() string { return r.name }
+
+// ReadLink returns the target of the symbolic link name.
+func (u *FS) ReadLink(name string) (string, error) {
+	n, err := u.resolve("readlink", name, false)
+	if err != nil {
+		return "", err
+	}
+	if !n.isSymlink() {
+		return "", layer.PathError("readlink", name, syscall.EINVAL)
+	}
+	target, err := fs.ReadLink(u.layers[n.layer], n.path)
+	if err != nil {
+		return "", layer.PathError("readlink", name, bare(err))
+	}
+	return target, nil
+}
+
+// Readlink is ReadLink with [os.Root]'s spelling.
+func (u *FS) Readlink(name string) (string, error) { return u.ReadLink(name) }
+
+// ReadFile returns the contents of name.
+func (u *FS) ReadFile(name string) ([]byte, error) {
+	n, err := u.resolve("open", name, true)
+	if err != nil {
+		return nil, err
+	}
+	if n.isDir() {
+		return nil, layer.PathError("read", name, syscall.EISDIR)
+	}
+	b, err := fs.ReadFile(u.layers[n.layer], n.path)
+	if err != nil {
+		return nil, layer.PathError("read", name, bare(err))
+	}
+	return b, nil
+}
+
+// ReadDir returns the merged entries of the directory name, sorted by
+// name: each name once, from the topmost layer that has it, whiteouts
+// applied and opaque directories respected.
+func (u *FS) ReadDir(name string) ([]fs.DirEntry, error) {
+	n, err := u.resolve("open", name, true)
+	if err != nil {
+		return nil, err
+	}
+	if !n.isDir() {
+		return nil, layer.PathError("open", name, syscall.ENOTDIR)
+	}
+	return u.merge(n)
+}
+
+// merge lists a directory node: a k-way merge of the sorted listings of
+// its layers, O(k log layers) for k entries.
+func (u *FS) merge(n *node) ([]fs.DirEntry, error) {
+	lists := make([][]fs.DirEntry, 0, len(n.dirs))
+	for _, i := range n.dirs {
+		list, err := fs.ReadDir(u.layers[i], n.path)
+		if err != nil {
+			return nil, layer.PathError("readdirent", n.path, bare(err))
+		}
+		lists = append(lists, list)
+	}
+	if len(lists) == 1 {
+		return visible(lists[0]), nil
+	}
+	var out []fs.DirEntry
+	pos := make([]int, len(lists))
+	for {
+		// The smallest next name; the topmost list holding it wins.
+		best := -1
+		for j, list := range lists {
+			if pos[j] < len(list) && (best < 0 || list[pos[j]].Name() < lists[best][pos[best]].Name()) {
+				best = j
+			}
+		}
+		if best < 0 {
+			return out, nil
+		}
+		e := lists[best][pos[best]]
+		for j, list := range lists {
+			if pos[j] < len(list) && list[pos[j]].Name() == e.Name() {
+				pos[j]++
+			}
+		}
+		if !layer.IsWhiteout(e.Type()) {
+			out = append(out, e)
+		}
+	}
+}
+
+// visible drops whiteouts from one layer's listing.
+func visible(list []fs.DirEntry) []fs.DirEntry {
+	if !slices.ContainsFunc(list, func(e fs.DirEntry) bool { return layer.IsWhiteout(e.Type()) }) {
+		return list
+	}
+	return slices.DeleteFunc(slices.Clone(list), func(e fs.DirEntry) bool { return layer.IsWhiteout(e.Type()) })
+}
+
+// dir is an open directory of the union: it lists the merged entries as
+// they were at its first ReadDir, in pages.
+type dir struct {
+	u         *FS
+	n         *node
+	name      string
+	appending bool // opened with O_APPEND, which refuses WriteAt
+
+	mu     sync.Mutex
+	closed bool
+	list   []fs.DirEntry
+	listed bool
+	pos    int
+}
+
+var _ layer.File = (*dir)(nil)
+
+func (d *dir) check(op string) error {
+	if d.closed {
+		return layer.PathError(op, d.name, fs.ErrClosed)
+	}
+	return nil
+}
+
+func (d *dir) Name() string { return d.name }
+
+func (d *dir) Stat() (fs.FileInfo, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.check("stat"); err != nil {
+		return nil, err
+	}
+	return d.n.stat(d.name), nil
+}
+
+func (d *dir) ReadDir(count int) ([]fs.DirEntry, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.check("readdirent"); err != nil {
+		return nil, err
+	}
+	if !d.listed {
+		list, err := d.u.merge(d.n)
+		if err != nil {
+			return nil, err
+		}
+		d.list, d.listed = list, true
+	}
+	rest := d.list[d.pos:]
+	if count > 0 {
+		if len(rest) == 0 {
+			return nil, io.EOF
+		}
+		rest = rest[:min(count, len(rest))]
+	}
+	d.pos += len(rest)
+	return slices.Clone(rest), nil
+}
+
+func (d *dir) Read(p []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.check("read"); err != nil || len(p) == 0 {
+		return 0, err
+	}
+	return 0, layer.PathError("read", d.name, syscall.EISDIR)
+}
+
+func (d *dir) ReadAt(p []byte, off int64) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	return 0, layer.PathError("read", d.name, syscall.EISDIR)
+}
+
+func (d *dir) Seek(offset int64, whence int) (int64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.check("seek"); err != nil {
+		return 0, err
+	}
+	if offset == 0 && whence == io.SeekStart {
+		d.listed, d.pos, d.list = false, 0, nil
+	}
+	return 0, nil
+}
+
+func (d *dir) Write(p []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.check("write"); err != nil {
+		return 0, err
+	}
+	return 0, layer.PathError("write", d.name, syscall.EBADF)
+}
+
+func (d *dir) WriteAt(p []byte, off int64) (int, error) {
+	if d.appending {
+		return 0, errWriteAtInAppendMode
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	return d.Write(p)
+}
+
+func (d *dir) WriteString(s string) (int, error) { return d.Write([]byte(s)) }
+
+func (d *dir) Truncate(int64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.check("truncate"); err != nil {
+		return err
+	}
+	return layer.PathError("truncate", d.name, syscall.EINVAL)
+}
+func (d *dir) Sync() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.check("sync")
+}
+
+func (d *dir) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.check("close"); err != nil {
+		return err
+	}
+	d.closed = true
+	return nil
+}

@@ -1,0 +1,101 @@
+package packfs
+
+import (
+	"strings"
+	"syscall"
+
+	"github.com/packfs/packfs/layer"
+)
+
+// Rename renames oldname to newname, as [os.Rename] does on one
+// filesystem: never EXDEV, whichever layers hold them. A lower file is
+// copied up first; a directory with lower contents is copied up whole, so
+// its cost grows with what the lowers hold of it.
+func (u *FS) Rename(oldname, newname string) error {
+	if _, err := u.writable("rename", oldname); err != nil {
+		return layer.LinkError("rename", oldname, newname, errReadOnly)
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if err := u.rename(oldname, newname); err != nil {
+		return layer.LinkError("rename", oldname, newname, bareLink(err))
+	}
+	return nil
+}
+
+// rename checks in the order os and Linux do, so that errors are theirs.
+func (u *FS) rename(oldname, newname string) error {
+	ndir, dst, nerr := u.walk(newname, false)
+	odir, src, err := u.walk(oldname, false)
+	if nerr == nil && dst.isDir() {
+		// os.Rename refuses to replace a directory before asking the
+		// kernel: the error of Lstat(oldname), or else EEXIST.
+		switch {
+		case err != nil:
+			return err
+		case !src.exists():
+			return syscall.ENOENT
+		case oldname == newname || src.path != dst.path:
+			return syscall.EEXIST
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if nerr != nil {
+		return nerr
+	}
+	if odir == nil || ndir == nil {
+		return syscall.EBUSY
+	}
+	if !src.exists() {
+		return syscall.ENOENT
+	}
+	if within(dst.path, src.path) && dst.path != src.path {
+		return syscall.EINVAL // into its own subtree
+	}
+	if dst.exists() {
+		if within(src.path, dst.path) && dst.path != src.path {
+			return syscall.ENOTEMPTY // over one of its own ancestors
+		}
+		if dst.path == src.path {
+			return nil
+		}
+		if src.isDir() && !dst.isDir() {
+			return syscall.ENOTDIR
+		}
+	}
+	// Bring what moves into the upper layer, then move it there.
+	var err2 error
+	switch {
+	case src.isDir() && (src.layer != 0 || len(src.dirs) > 1):
+		err2 = u.copyUpTree(src)
+		if err2 == nil {
+			err2 = u.markOpaque(src.path)
+		}
+	case src.layer != 0:
+		err2 = u.copyUp(src, true)
+	}
+	if err2 == nil {
+		err2 = u.upperDir(ndir.path)
+	}
+	if err2 == nil && dst.upperWhiteout {
+		err2 = u.upper.Remove(dst.path)
+	}
+	if err2 == nil {
+		err2 = u.upper.Rename(src.path, dst.path)
+	}
+	if err2 == nil && src.below {
+		err2 = u.upper.Whiteout(src.path)
+	}
+	if err2 == nil && src.isDir() && dst.below && !layer.IsOpaque(u.upper, dst.path) {
+		// The lowers' entries at the new name must not merge into it.
+		err2 = u.markOpaque(dst.path)
+	}
+	return err2
+}
+
+// within reports whether p is base or below it.
+func within(p, base string) bool {
+	return base == "." || p == base || strings.HasPrefix(p, base+"/")
+}

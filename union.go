@@ -1,0 +1,91 @@
+package packfs
+
+import (
+	"errors"
+	"io/fs"
+	"reflect"
+	"sync"
+	"syscall"
+
+	"github.com/packfs/packfs/layer"
+)
+
+// FS is a union of layers: one writable upper layer over read-only lower
+// layers. It behaves as one directory on Linux does through package os.
+// The zero FS is not usable; call [New].
+type FS struct {
+	// layers[0] is the upper layer (nil for a read-only union, such as a
+	// snapshot); layers[1:] are the lowers, top first.
+	layers []fs.FS
+	upper  layer.FS
+	mu     sync.Mutex // serializes writers: a copy-up is several steps
+
+	// watched holds the open read-only handles of lower files, so that a
+	// copy-up moves them to the copy: on one filesystem, a handle sees the
+	// chmod or write that a copy-up makes possible.
+	watchMu sync.Mutex
+	watched map[lowerKey]map[*file]bool
+}
+
+// lowerKey names a file of one lower layer.
+type lowerKey struct {
+	layer int
+	path  string
+}
+
+// New returns the union of upper over lowers, the first lower on top.
+// Reads fall through the upper and then the lowers in order; writes go to
+// the upper, copying a lower file up first. upper must record whiteouts
+// ([layer.WhiteoutFS]) to remove names of the lowers.
+func New(upper layer.FS, lowers ...fs.FS) *FS {
+	layers := make([]fs.FS, 0, 1+len(lowers))
+	layers = append(layers, upper)
+	layers = append(layers, lowers...)
+	return &FS{layers: layers, upper: upper}
+}
+
+var _ layer.FS = (*FS)(nil)
+
+// Snapshot returns the union's current state as an immutable fs.FS, in
+// O(1): a snapshot of the upper layer over the same lowers. The upper layer
+// must offer Snapshot (as layer/mem does); otherwise Snapshot returns an
+// error wrapping errors.ErrUnsupported.
+func (u *FS) Snapshot() (*FS, error) {
+	if u.upper == nil {
+		return u, nil
+	}
+	top, ok := snapshotOf(u.upper)
+	if !ok {
+		return nil, layer.Unsupported("snapshot", ".")
+	}
+	layers := make([]fs.FS, len(u.layers))
+	copy(layers, u.layers)
+	layers[0] = top
+	return &FS{layers: layers}, nil
+}
+
+// snapshotOf calls fsys's Snapshot method, whatever concrete fs.FS type it
+// returns (layer/mem's returns *mem.Snapshot).
+func snapshotOf(fsys fs.FS) (fs.FS, bool) {
+	m := reflect.ValueOf(fsys).MethodByName("Snapshot")
+	if !m.IsValid() || m.Type().NumIn() != 0 || m.Type().NumOut() != 1 {
+		return nil, false
+	}
+	s, ok := m.Call(nil)[0].Interface().(fs.FS)
+	return s, ok
+}
+
+// errReadOnly is what a write to a snapshot gives, as on a read-only mount.
+var errReadOnly error = syscall.EROFS
+
+// writable returns the upper layer, or the error a read-only union gives.
+func (u *FS) writable(op, name string) (layer.FS, error) {
+	if u.upper == nil {
+		return nil, layer.PathError(op, name, errReadOnly)
+	}
+	return u.upper, nil
+}
+
+func isNotExist(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}

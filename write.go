@@ -1,0 +1,469 @@
+package packfs
+
+import (
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/packfs/packfs/layer"
+)
+
+// The flags that make an open a write: they need the upper layer.
+const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC
+
+// OpenFile opens name with the flags of [os.OpenFile]. Opening a lower
+// file for writing copies it up first (without its contents when
+// os.O_TRUNC is set).
+func (u *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, error) {
+	if flag&writeFlags == 0 {
+		_, n, err := u.walk(name, flag&syscall.O_NOFOLLOW == 0)
+		if err == nil && !n.exists() {
+			err = syscall.ENOENT
+		}
+		if err != nil {
+			return nil, layer.PathError("open", name, bare(err))
+		}
+		if n.isDir() && (n.layer != 0 || len(n.dirs) > 1) {
+			return &dir{u: u, n: n, name: name, appending: flag&os.O_APPEND != 0}, nil
+		}
+		if n.layer == 0 && u.upper != nil {
+			f, err := u.upper.OpenFile(n.path, flag, 0)
+			if err != nil {
+				return nil, layer.PathError("open", name, bare(err))
+			}
+			return wrap(f, name, n.path), nil
+		}
+		// A lower (or a snapshot's top) is read-only: open it so, and keep
+		// what O_APPEND says about WriteAt.
+		f, err := layer.OpenFile(u.layers[n.layer], n.path, os.O_RDONLY, 0)
+		if err != nil {
+			return nil, layer.PathError("open", name, bare(err))
+		}
+		lf := &file{f: f, name: name, path: n.path, appending: flag&os.O_APPEND != 0}
+		if u.upper != nil {
+			lf.watch(u, n)
+		}
+		return lf, nil
+	}
+	upper, err := u.writable("open", name)
+	if err != nil {
+		return nil, err
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	excl := flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0
+	dir, n, err := u.walk(name, !excl && flag&syscall.O_NOFOLLOW == 0)
+	if err == nil {
+		err = u.prepareOpen(dir, n, flag)
+	}
+	if err != nil {
+		return nil, layer.PathError("open", name, bare(err))
+	}
+	f, err := upper.OpenFile(n.path, flag, perm)
+	if err != nil {
+		return nil, layer.PathError("open", name, bare(err))
+	}
+	return wrap(f, name, n.path), nil
+}
+
+// prepareOpen makes the upper layer ready for opening n for writing: it
+// copies up the parent and, for an existing lower file, the file.
+func (u *FS) prepareOpen(dir, n *node, flag int) error {
+	if !n.exists() {
+		if flag&os.O_CREATE == 0 {
+			return syscall.ENOENT
+		}
+		return u.makeRoom(dir, n)
+	}
+	if flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0 {
+		return syscall.EEXIST
+	}
+	if n.isDir() {
+		return syscall.EISDIR // every open that gets here asks to write
+	}
+	if n.layer == 0 {
+		return nil // the upper layer's own checks apply
+	}
+	return u.copyUp(n, flag&os.O_TRUNC == 0)
+}
+
+// makeRoom prepares the upper layer for creating the missing name n in
+// dir: the directory exists there and no whiteout is in the way.
+func (u *FS) makeRoom(dir, n *node) error {
+	if dir == nil {
+		return syscall.EEXIST
+	}
+	if err := u.upperDir(dir.path); err != nil {
+		return err
+	}
+	if n.upperWhiteout {
+		return u.upper.Remove(n.path)
+	}
+	return nil
+}
+
+// upperDir makes sure the directory p of the union exists in the upper
+// layer, copying up each missing element with its mode and mtime.
+func (u *FS) upperDir(p string) error {
+	if p == "." {
+		return nil
+	}
+	if fi, err := u.upper.Lstat(p); err == nil && fi.IsDir() {
+		return nil
+	}
+	if err := u.upperDir(path.Dir(p)); err != nil {
+		return err
+	}
+	n, err := u.resolve("mkdir", p, false)
+	if err != nil {
+		return err
+	}
+	err = u.quietly(path.Dir(p), func() error { return u.upper.Mkdir(p, n.info.Mode().Perm()) })
+	if err != nil {
+		return err
+	}
+	return u.keepAttrs(p, n.info)
+}
+
+// quietly runs fn, which adds a copied-up entry to the upper directory
+// dir, and then puts back dir's mtime: a copy-up changes nothing a user
+// can see.
+func (u *FS) quietly(dir string, fn func() error) error {
+	fi, err := u.upper.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		return err
+	}
+	return u.upper.Chtimes(dir, time.Time{}, fi.ModTime())
+}
+
+// markOpaque marks the upper directory p opaque, keeping its mtime.
+func (u *FS) markOpaque(p string) error {
+	return u.quietly(p, func() error { return layer.MarkOpaque(u.upper, p) })
+}
+
+// keepAttrs gives the upper copy at p the mode and mtime of info.
+func (u *FS) keepAttrs(p string, info fs.FileInfo) error {
+	if err := u.upper.Chmod(p, info.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
+		return err
+	}
+	return u.upper.Chtimes(p, time.Time{}, info.ModTime())
+}
+
+// copyUp copies the lower entry n into the upper layer, with its mode,
+// mtime and, when data is set, its contents, streamed.
+func (u *FS) copyUp(n *node, data bool) error {
+	if err := u.upperDir(path.Dir(n.path)); err != nil {
+		return err
+	}
+	err := u.quietly(path.Dir(n.path), func() error { return u.copyUpEntry(n, data) })
+	if err == nil {
+		u.moveHandles(n)
+	}
+	return err
+}
+
+func (u *FS) copyUpEntry(n *node, data bool) error {
+	src := u.layers[n.layer]
+	switch mode := n.info.Mode(); {
+	case mode.IsDir():
+		if err := u.upper.Mkdir(n.path, mode.Perm()); err != nil {
+			return err
+		}
+	case mode&fs.ModeSymlink != 0:
+		target, err := fs.ReadLink(src, n.path)
+		if err != nil {
+			return err
+		}
+		return u.upper.Symlink(target, n.path)
+	default:
+		w, err := u.upper.OpenFile(n.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode.Perm())
+		if err != nil {
+			return err
+		}
+		if data {
+			r, err := src.Open(n.path)
+			if err != nil {
+				w.Close()
+				u.upper.Remove(n.path)
+				return err
+			}
+			_, err = io.Copy(w, r)
+			r.Close()
+			if err != nil {
+				w.Close()
+				u.upper.Remove(n.path)
+				return err
+			}
+		}
+		if err := w.Close(); err != nil {
+			return err
+		}
+	}
+	return u.keepAttrs(n.path, n.info)
+}
+
+// copyUpTree copies the directory n and everything below it into the
+// upper layer, so that it no longer depends on the lowers.
+func (u *FS) copyUpTree(n *node) error {
+	if n.layer != 0 {
+		if err := u.copyUp(n, true); err != nil {
+			return err
+		}
+	}
+	entries, err := u.merge(n)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		c, err := u.lookup(n, e.Name())
+		if err != nil {
+			return err
+		}
+		switch {
+		case c.isDir():
+			err = u.copyUpTree(c)
+		case c.layer != 0:
+			err = u.copyUp(c, true)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Create creates or truncates name with mode 0666, as [os.Create] does.
+func (u *FS) Create(name string) (layer.File, error) {
+	return u.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
+}
+
+// WriteFile writes data to name, creating it with perm or truncating it.
+func (u *FS) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	f, err := u.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Mkdir creates the directory name. Made where a lower layer's entry was
+// removed, it is opaque: what the lowers hold there stays hidden.
+func (u *FS) Mkdir(name string, perm fs.FileMode) error {
+	if _, err := u.writable("mkdir", name); err != nil {
+		return err
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	dir, n, err := u.walk(name, false)
+	if err == nil && n.exists() {
+		err = syscall.EEXIST
+	}
+	if err == nil {
+		err = u.makeRoom(dir, n)
+	}
+	if err == nil {
+		err = u.upper.Mkdir(n.path, perm)
+	}
+	if err == nil && n.below {
+		err = u.markOpaque(n.path)
+	}
+	if err != nil {
+		return layer.PathError("mkdir", name, bare(err))
+	}
+	return nil
+}
+
+// MkdirAll creates name and any missing parents, as [os.MkdirAll] does.
+func (u *FS) MkdirAll(name string, perm fs.FileMode) error {
+	if fi, err := u.Stat(name); err == nil {
+		if fi.IsDir() {
+			return nil
+		}
+		return layer.PathError("mkdir", name, syscall.ENOTDIR)
+	}
+	if !fs.ValidPath(name) {
+		return layer.PathError("mkdir", name, fs.ErrInvalid)
+	}
+	if i := strings.LastIndexByte(name, '/'); i > 0 {
+		if err := u.MkdirAll(name[:i], perm); err != nil {
+			return err
+		}
+	}
+	err := u.Mkdir(name, perm)
+	if err != nil {
+		if fi, lerr := u.Lstat(name); lerr == nil && fi.IsDir() {
+			return nil
+		}
+	}
+	return err
+}
+
+// Remove removes a file, a symlink or an empty directory. A name a lower
+// layer holds leaves a whiteout, so that it never comes back.
+func (u *FS) Remove(name string) error {
+	if _, err := u.writable("remove", name); err != nil {
+		return err
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	dir, n, err := u.walk(name, false)
+	switch {
+	case err != nil:
+	case dir == nil:
+		err = syscall.EINVAL
+	case !n.exists():
+		err = syscall.ENOENT
+	case n.isDir():
+		var entries []fs.DirEntry
+		if entries, err = u.merge(n); err == nil && len(entries) > 0 {
+			err = syscall.ENOTEMPTY
+		}
+	}
+	if err == nil {
+		err = u.drop(dir, n)
+	}
+	if err != nil {
+		return layer.PathError("remove", name, bare(err))
+	}
+	return nil
+}
+
+// drop takes n out of the union: out of the upper layer, and behind a
+// whiteout when a lower layer holds it. A directory goes whole, in one
+// step of the upper layer.
+func (u *FS) drop(dir, n *node) error {
+	if !n.below {
+		if n.isDir() {
+			return u.upper.RemoveAll(n.path)
+		}
+		return u.upper.Remove(n.path)
+	}
+	if err := u.upperDir(dir.path); err != nil {
+		return err
+	}
+	if n.layer == 0 {
+		if err := u.upper.RemoveAll(n.path); err != nil {
+			return err
+		}
+	}
+	return u.upper.Whiteout(n.path)
+}
+
+// RemoveAll removes name and everything below it, as [os.RemoveAll] does.
+// It costs the same whatever the directory holds: the upper layer drops
+// its part in one step and one whiteout hides the lowers' part.
+func (u *FS) RemoveAll(name string) error {
+	if !fs.ValidPath(name) || name == "." {
+		return layer.PathError("RemoveAll", name, syscall.EINVAL)
+	}
+	if _, err := u.writable("unlinkat", name); err != nil {
+		return err
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	dir, n, err := u.walk(name, false)
+	switch {
+	case err == syscall.ENOENT || err == nil && !n.exists():
+		return nil
+	case err == nil:
+		err = u.drop(dir, n)
+	}
+	if err != nil {
+		return layer.PathError("unlinkat", name, bare(err))
+	}
+	return nil
+}
+
+// Whiteout is not offered by a union: it hides whiteouts rather than
+// showing them, so it cannot serve as another union's upper layer. Stack
+// unions by putting one's snapshot below another.
+func (u *FS) Whiteout(name string) error {
+	return layer.Unsupported("whiteout", name)
+}
+
+// Symlink creates newname as a symbolic link to oldname.
+func (u *FS) Symlink(oldname, newname string) error {
+	if _, err := u.writable("symlink", newname); err != nil {
+		return layer.LinkError("symlink", oldname, newname, errReadOnly)
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	dir, n, err := u.walk(newname, false)
+	if err == nil && (n.exists() || dir == nil) {
+		err = syscall.EEXIST
+	}
+	if err == nil {
+		err = u.makeRoom(dir, n)
+	}
+	if err == nil {
+		err = u.upper.Symlink(oldname, n.path)
+	}
+	if err != nil {
+		return layer.LinkError("symlink", oldname, newname, bareLink(err))
+	}
+	return nil
+}
+
+// change copies up the entry name resolves to and applies fn to the copy.
+func (u *FS) change(op, name string, follow bool, fn func(p string) error) error {
+	if _, err := u.writable(op, name); err != nil {
+		return err
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	n, err := u.resolve(op, name, follow)
+	if err != nil {
+		return err
+	}
+	if n.layer != 0 {
+		if err := u.copyUp(n, true); err != nil {
+			return layer.PathError(op, name, bare(err))
+		}
+	}
+	if err := fn(n.path); err != nil {
+		return layer.PathError(op, name, bare(err))
+	}
+	return nil
+}
+
+// Chmod changes the mode of name, following symlinks; a lower entry is
+// copied up first.
+func (u *FS) Chmod(name string, mode fs.FileMode) error {
+	return u.change("chmod", name, true, func(p string) error { return u.upper.Chmod(p, mode) })
+}
+
+// Chtimes changes the times of name, following symlinks; a lower entry is
+// copied up first.
+func (u *FS) Chtimes(name string, atime, mtime time.Time) error {
+	return u.change("chtimes", name, true, func(p string) error { return u.upper.Chtimes(p, atime, mtime) })
+}
+
+// Chown changes the owner of name, following symlinks; a lower entry is
+// copied up first.
+func (u *FS) Chown(name string, uid, gid int) error {
+	return u.change("chown", name, true, func(p string) error { return u.upper.Chown(p, uid, gid) })
+}
+
+// Lchown changes the owner of name without following a final symlink.
+func (u *FS) Lchown(name string, uid, gid int) error {
+	return u.change("lchown", name, false, func(p string) error { return u.upper.Lchown(p, uid, gid) })
+}
+
+// bareLink strips an *os.LinkError or *fs.PathError down to its errno.
+func bareLink(err error) error {
+	if le, ok := err.(*os.LinkError); ok {
+		return le.Err
+	}
+	return bare(err)
+}
