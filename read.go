@@ -122,23 +122,37 @@ func (u *FS) merge(n *node) ([]fs.DirEntry, error) {
 	if len(lists) == 1 {
 		return visible(lists[0]), nil
 	}
-	var out []fs.DirEntry
+	total := 0
+	for _, list := range lists {
+		total += len(list)
+	}
+	out := make([]fs.DirEntry, 0, total)
 	pos := make([]int, len(lists))
+	heads := make([]string, len(lists)) // the next name of each list
+	next := func(j int) {
+		if pos[j] < len(lists[j]) {
+			heads[j] = lists[j][pos[j]].Name()
+		}
+	}
+	for j := range lists {
+		next(j)
+	}
 	for {
 		// The smallest next name; the topmost list holding it wins.
 		best := -1
-		for j, list := range lists {
-			if pos[j] < len(list) && (best < 0 || list[pos[j]].Name() < lists[best][pos[best]].Name()) {
+		for j := range lists {
+			if pos[j] < len(lists[j]) && (best < 0 || heads[j] < heads[best]) {
 				best = j
 			}
 		}
 		if best < 0 {
 			return out, nil
 		}
-		e := lists[best][pos[best]]
-		for j, list := range lists {
-			if pos[j] < len(list) && list[pos[j]].Name() == e.Name() {
+		e, name := lists[best][pos[best]], heads[best]
+		for j := range lists {
+			if pos[j] < len(lists[j]) && heads[j] == name {
 				pos[j]++
+				next(j)
 			}
 		}
 		if !layer.IsWhiteout(e.Type()) {

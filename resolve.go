@@ -51,7 +51,7 @@ func (u *FS) root() (*node, error) {
 			n.info, n.layer = fi, i
 		}
 		n.dirs = append(n.dirs, i)
-		if layer.IsOpaque(l, ".") {
+		if i < len(u.layers)-1 && layer.IsOpaque(l, ".") {
 			break
 		}
 	}
@@ -93,7 +93,8 @@ func (u *FS) lookup(dir *node, name string) (*node, error) {
 			break
 		}
 		n.dirs = append(n.dirs, i)
-		if layer.IsOpaque(u.layers[i], p) {
+		// The bottom layer's opacity hides nothing.
+		if i < len(u.layers)-1 && layer.IsOpaque(u.layers[i], p) {
 			if i == 0 {
 				n.below = u.lowerHas(dir, p)
 			}
