@@ -1,0 +1,5 @@
+//go:build !race
+
+package aferoadapter_test
+
+const raceEnabled = false

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package aferoadapter_test
+
+func clearUmask() {}
