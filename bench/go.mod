@@ -1,6 +1,6 @@
 module github.com/packfs/packfs/bench
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/benbjohnson/immutable v0.4.3
@@ -12,6 +12,7 @@ require (
 require (
 	github.com/hashicorp/golang-lru/v2 v2.0.0 // indirect
 	golang.org/x/exp v0.0.0-20221215174704-0915cd710c24 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
 )
 
