@@ -1,0 +1,312 @@
+package packreader_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/packfs/packfs/layer"
+	"github.com/packfs/packfs/packreader"
+	"github.com/packfs/packfs/packwriter"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden packs in testdata/")
+
+// goldenTrees are small trees with fixed times: their packs are checked
+// into testdata/ and seed FuzzOpen.
+func goldenTrees() map[string]fstest.MapFS {
+	t0 := time.Date(2024, 1, 2, 3, 4, 5, 6, time.UTC)
+	return map[string]fstest.MapFS{
+		"empty": {},
+		"small": {
+			"a.txt":            {Data: []byte("hello, pack\n"), Mode: 0o644, ModTime: t0},
+			"b.txt":            {Data: []byte("hello, pack\n"), Mode: 0o600, ModTime: t0.Add(time.Second)},
+			"dir":              {Mode: fs.ModeDir | 0o755, ModTime: t0},
+			"dir/c":            {Data: bytes.Repeat([]byte{7}, 100), Mode: 0o640, ModTime: t0},
+			"dir/link":         {Data: []byte("../a.txt"), Mode: fs.ModeSymlink | 0o777, ModTime: t0},
+			"dir/abs":          {Data: []byte("/dir/c"), Mode: fs.ModeSymlink | 0o777, ModTime: t0},
+			"dir/loop":         {Data: []byte("loop"), Mode: fs.ModeSymlink | 0o777, ModTime: t0},
+			"gone":             {Mode: layer.ModeWhiteout, ModTime: t0},
+			"opq":              {Mode: fs.ModeDir | 0o700, ModTime: t0},
+			"opq/.wh..wh..opq": {Mode: layer.ModeWhiteout, ModTime: t0},
+			"opq/x":            {Data: []byte{}, Mode: 0o644, ModTime: t0},
+		},
+	}
+}
+
+func goldenPack(t testing.TB, name string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := packwriter.Write(&buf, goldenTrees()[name]); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestGolden checks that the writer still produces the checked-in packs:
+// the format does not drift unnoticed. Run with -update to rewrite them.
+func TestGolden(t *testing.T) {
+	for name := range goldenTrees() {
+		file := filepath.Join("testdata", name+".pack")
+		got := goldenPack(t, name)
+		if *update {
+			must(t, os.WriteFile(file, got, 0o644))
+			continue
+		}
+		want, err := os.ReadFile(file)
+		must(t, err)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: the writer's output differs from the golden pack (format change? run with -update)", file)
+		}
+		r, err := packreader.Open(file)
+		must(t, err)
+		must(t, r.Verify())
+		if diff := cmp.Diff(dump(t, goldenTrees()[name]), dump(t, r)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", file, diff)
+		}
+		r.Close()
+	}
+}
+
+// exercise reads everything in data as a pack and fails on a panic
+// (implicitly) or on an error that should wrap ErrCorrupt but does not.
+func exercise(t *testing.T, data []byte) {
+	r, err := packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		if !errors.Is(err, packreader.ErrCorrupt) {
+			t.Fatalf("OpenReaderAt: %v does not wrap ErrCorrupt", err)
+		}
+		return
+	}
+	defer r.Close()
+	verr := r.Verify()
+	if verr != nil && !errors.Is(verr, packreader.ErrCorrupt) {
+		t.Fatalf("Verify: %v does not wrap ErrCorrupt", verr)
+	}
+	_, _ = r.Stats()
+	_ = fs.WalkDir(r, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if verr == nil && errors.Is(err, packreader.ErrCorrupt) {
+				t.Fatalf("Verify passed, but walking %s: %v", p, err)
+			}
+			return nil
+		}
+		_, serr := r.Stat(p)
+		_, _ = r.ReadLink(p)
+		_ = r.Opaque(p)
+		_, rerr := r.ReadFile(p)
+		for _, e := range []error{serr, rerr} {
+			if verr == nil && errors.Is(e, packreader.ErrCorrupt) {
+				t.Fatalf("Verify passed, but %s: %v", p, e)
+			}
+		}
+		if f, err := r.Open(p); err == nil {
+			var buf [7]byte
+			_, _ = f.Read(buf[:])
+			_, _ = f.(interface {
+				ReadAt([]byte, int64) (int, error)
+			}).ReadAt(buf[:], 3)
+			f.Close()
+		}
+		return nil
+	})
+	_, _ = r.Glob("*/*")
+	_, _ = r.Stat("dir/link/x")
+}
+
+// fixCRC recomputes the footer CRC of a pack-shaped data so that fuzzing
+// reaches the record checks behind it.
+func fixCRC(data []byte) []byte {
+	if len(data) < 128 {
+		return nil
+	}
+	d := bytes.Clone(data)
+	foot := d[len(d)-64:]
+	idx := binary.LittleEndian.Uint64(foot[0:])
+	if idx < 64 || idx > uint64(len(d)-64) {
+		return nil
+	}
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	crc := crc32.Update(0, tab, d[:64])
+	crc = crc32.Update(crc, tab, d[idx:len(d)-64])
+	crc = crc32.Update(crc, tab, foot[:48])
+	binary.LittleEndian.PutUint32(foot[48:], crc)
+	return d
+}
+
+func FuzzOpen(f *testing.F) {
+	for name := range goldenTrees() {
+		data, err := os.ReadFile(filepath.Join("testdata", name+".pack"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		exercise(t, data)
+		if fixed := fixCRC(data); fixed != nil {
+			exercise(t, fixed)
+		}
+	})
+}
+
+// TestTruncated opens every prefix of a golden pack.
+func TestTruncated(t *testing.T) {
+	data := goldenPack(t, "small")
+	for n := range len(data) {
+		_, err := packreader.OpenReaderAt(bytes.NewReader(data[:n]), int64(n))
+		if !errors.Is(err, packreader.ErrCorrupt) {
+			t.Fatalf("prefix of %d bytes: %v, want ErrCorrupt", n, err)
+		}
+	}
+	// A file truncated on disk, opened with mmap.
+	name := filepath.Join(t.TempDir(), "t.pack")
+	must(t, os.WriteFile(name, data[:len(data)-1], 0o644))
+	if _, err := packreader.Open(name); !errors.Is(err, packreader.ErrCorrupt) {
+		t.Fatalf("Open of a truncated file: %v, want ErrCorrupt", err)
+	}
+}
+
+// TestBitFlips flips every third bit of a golden pack (so every byte, and
+// every bit position, is hit): each result must fail
+// with ErrCorrupt at Open or at the read that touches it, or read back
+// exactly the original tree (a flip in alignment padding).
+func TestBitFlips(t *testing.T) {
+	data := goldenPack(t, "small")
+	want := dump(t, goldenTrees()["small"])
+	for bit := 0; bit < len(data)*8; bit += 3 {
+		d := bytes.Clone(data)
+		d[bit/8] ^= 1 << (bit % 8)
+		for _, crcFixed := range []bool{false, true} {
+			if crcFixed {
+				if d = fixCRC(d); d == nil {
+					continue
+				}
+			}
+			exercise(t, d)
+			r, err := packreader.OpenReaderAt(bytes.NewReader(d), int64(len(d)))
+			if err != nil {
+				continue
+			}
+			if !crcFixed {
+				got, err := tryDump(r)
+				if err == nil && !cmp.Equal(want, got) {
+					t.Fatalf("bit %d: no error, but the tree differs:\n%s", bit, cmp.Diff(want, got))
+				}
+				if err != nil && !errors.Is(err, packreader.ErrCorrupt) {
+					t.Fatalf("bit %d: %v, want ErrCorrupt", bit, err)
+				}
+			}
+			r.Close()
+		}
+	}
+}
+
+func tryDump(fsys fs.FS) (out []entry, err error) {
+	defer func() {
+		if e := recover(); e != nil {
+			err = fmt.Errorf("panic: %v", e)
+		}
+	}()
+	err = fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := fs.Lstat(fsys, p)
+		if err != nil {
+			return err
+		}
+		e := entry{Path: p, Mode: fi.Mode()}
+		switch fi.Mode().Type() {
+		case 0:
+			e.ModTime = fi.ModTime().UTC()
+			data, err := fs.ReadFile(fsys, p)
+			if err != nil {
+				return err
+			}
+			e.Data = string(data)
+		case fs.ModeDir:
+			e.ModTime = fi.ModTime().UTC()
+		case fs.ModeSymlink:
+			if e.Target, err = fs.ReadLink(fsys, p); err != nil {
+				return err
+			}
+		}
+		out = append(out, e)
+		return nil
+	})
+	return out, err
+}
+
+// FuzzRoundTrip builds a tree from the input, packs it and checks that the
+// pack holds exactly that tree.
+func FuzzRoundTrip(f *testing.F) {
+	f.Add([]byte("\x00\x01\x02\x01\x00\x03hello\x02\x05\x07\x03\x00\x01"))
+	f.Add([]byte("\x00\x00\x00\x00\x01\x01\x01\x02\x05\x01\x03\x05abcdefgh"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m := treeFrom(data)
+		var buf bytes.Buffer
+		if err := packwriter.Write(&buf, m); err != nil {
+			t.Fatal(err)
+		}
+		r, err := packreader.OpenReaderAt(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Verify(); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(dump(t, m), dump(t, r)); diff != "" {
+			t.Fatalf("(-want +got):\n%s", diff)
+		}
+	})
+}
+
+// treeFrom decodes a tree from fuzz input, three bytes an entry: kind,
+// parent choice, name and parameters; file contents are taken from what
+// follows.
+func treeFrom(data []byte) fstest.MapFS {
+	m := fstest.MapFS{}
+	dirs := []string{"."}
+	for len(data) >= 3 {
+		kind, a, b := data[0], data[1], data[2]
+		data = data[3:]
+		name := path.Join(dirs[int(a)%len(dirs)], fmt.Sprintf("%c%d", 'a'+b%5, b%3))
+		if _, ok := m[name]; ok {
+			continue
+		}
+		mt := time.Unix(int64(b)*1e6, int64(a)*1e3)
+		switch kind % 4 {
+		case 0:
+			m[name] = &fstest.MapFile{Mode: fs.ModeDir | fs.FileMode(0o700|int(a)&0o77), ModTime: mt}
+			dirs = append(dirs, name)
+		case 1:
+			n := min(int(a)%32, len(data))
+			m[name] = &fstest.MapFile{Data: bytes.Clone(data[:n]), Mode: fs.FileMode(b) & 0o777, ModTime: mt}
+			data = data[n:]
+		case 2:
+			target := fmt.Sprintf("../%c%d", 'a'+a%5, a%3)
+			if a%7 == 0 {
+				target = "/" + dirs[int(b)%len(dirs)]
+			}
+			m[name] = &fstest.MapFile{Data: []byte(target), Mode: fs.ModeSymlink | 0o777, ModTime: mt}
+		case 3:
+			if b%2 == 0 {
+				name = path.Join(path.Dir(name), layer.OpaqueName)
+			}
+			m[name] = &fstest.MapFile{Mode: layer.ModeWhiteout, ModTime: mt}
+		}
+	}
+	return m
+}

@@ -1,0 +1,60 @@
+// Package packreader opens pack files and serves them as an io/fs file
+// system.
+//
+// # Basics
+//
+// [Open] maps a pack file into memory (mmap) and validates it; [OpenReaderAt]
+// serves the same format through any io.ReaderAt, such as an object-store
+// client, without mmap. The [Reader] implements fs.FS, fs.ReadDirFS,
+// fs.ReadFileFS, fs.StatFS, fs.ReadLinkFS, fs.SubFS and fs.GlobFS. Its files
+// implement io.ReaderAt, io.Seeker and io.WriterTo, and directories
+// fs.ReadDirFile. Errors are *fs.PathError wrapping the sentinel os would
+// give (fs.ErrNotExist, syscall.ENOTDIR, syscall.ELOOP, ...).
+//
+// Symlinks resolve inside the pack: absolute targets from the pack's root,
+// ".." stopping at the root, ELOOP after 40 links. Whiteouts (written from
+// layer.ModeWhiteout entries) are visible as entries of that mode, and
+// [Reader.Opaque] reports a directory's opaque flag, so a union can apply
+// them.
+//
+// [Reader.ReadFile] returns a copy, as fs.ReadFile's contract requires.
+// [Reader.Bytes] returns the mapped bytes themselves, valid until Close.
+//
+// # Format
+//
+// A pack is a header, a data region of deduplicated contents (each 8-byte
+// aligned), an index of 64-byte records in breadth-first order (so each
+// directory's children are one sorted, binary-searchable run), a string
+// table and a footer; see FORMAT.md next to this file. Opening costs one
+// CRC-32C pass over header, index and strings and no per-entry work: a
+// lookup of a path with d elements in directories of k entries reads
+// O(d log k) records.
+//
+// # Integrity
+//
+// A truncated, bit-flipped or crafted pack gives an error wrapping
+// [ErrCorrupt] at Open or at the read that touches the damaged part: record
+// fields are checked when decoded, and a content's CRC-32C is checked
+// before any of it is returned. [Reader.Verify] checks everything,
+// including each content's SHA-256.
+//
+// # Concurrency
+//
+// A Reader and its files may be used from any number of goroutines. Close
+// may be called while files are open or reads are in progress: it waits for
+// reads that have started, and every later read fails with fs.ErrClosed.
+// Nothing touches the mapping after it is unmapped, except slices the
+// caller kept from Bytes.
+//
+// # Caveats
+//
+//   - Slices from Bytes point into the mapping: reading them after Close
+//     faults, and they must not be written to.
+//   - If another process truncates the pack file while it is mapped, reads
+//     of the lost pages fault (SIGBUS), as with any mmap. Packs are written
+//     to a new file and renamed into place (packwriter.WriteFile), never
+//     modified, which avoids this.
+//   - Modification times are stored in Unix nanoseconds: times before 1678
+//     or after 2262 do not round-trip.
+//   - Padding bytes between contents are not checked.
+package packreader

@@ -1,0 +1,198 @@
+package packreader
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+	"syscall"
+
+	"github.com/packfs/packfs/internal/packformat"
+)
+
+var (
+	_ fs.ReadDirFile = (*file)(nil)
+	_ io.ReaderAt    = (*file)(nil)
+	_ io.Seeker      = (*file)(nil)
+	_ io.WriterTo    = (*file)(nil)
+)
+
+// file is an open entry. Its content's CRC-32C is checked on the first
+// read; a mismatch fails that read and every later one.
+type file struct {
+	r    *Reader
+	name string
+	i    uint64
+	rc   packformat.Record
+
+	mu       sync.Mutex
+	closed   bool
+	pos      int64  // read offset
+	dirPos   uint64 // next ReadDir position
+	verified bool
+}
+
+func (f *file) Stat() (fs.FileInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, pathErr("stat", f.name, os.ErrClosed)
+	}
+	return f.r.info(baseName(f.name), f.rc), nil
+}
+
+func (f *file) Read(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, err := f.readAt("read", p, f.pos)
+	f.pos += int64(n)
+	return n, err
+}
+
+func (f *file) ReadAt(p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, err := f.readAt("read", p, off)
+	if err == nil && n < len(p) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+// readAt reads at off; the caller holds f.mu.
+func (f *file) readAt(op string, p []byte, off int64) (int, error) {
+	if f.closed {
+		return 0, pathErr(op, f.name, os.ErrClosed)
+	}
+	switch f.rc.Type {
+	case packformat.TypeDir:
+		return 0, pathErr(op, f.name, syscall.EISDIR)
+	case packformat.TypeFile:
+	default:
+		return 0, io.EOF
+	}
+	if off < 0 {
+		return 0, pathErr(op, f.name, errors.New("negative offset"))
+	}
+	size := int64(f.rc.Size)
+	if off >= size {
+		return 0, io.EOF
+	}
+	if err := f.r.rlock(op, f.name); err != nil {
+		return 0, err
+	}
+	defer f.r.mu.RUnlock()
+	if !f.verified {
+		if err := f.r.checkContent(f.rc); err != nil {
+			return 0, pathErr(op, f.name, err)
+		}
+		f.verified = true
+	}
+	n := int(min(int64(len(p)), size-off))
+	if err := f.r.readData(p[:n], f.rc.Off+uint64(off)); err != nil {
+		return 0, pathErr(op, f.name, err)
+	}
+	return n, nil
+}
+
+func (f *file) Seek(offset int64, whence int) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return 0, pathErr("seek", f.name, os.ErrClosed)
+	}
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		offset += f.pos
+	case io.SeekEnd:
+		offset += int64(f.size())
+	default:
+		return 0, pathErr("seek", f.name, syscall.EINVAL)
+	}
+	if offset < 0 {
+		return 0, pathErr("seek", f.name, syscall.EINVAL)
+	}
+	f.pos = offset
+	if f.rc.Type == packformat.TypeDir && offset == 0 {
+		f.dirPos = 0
+	}
+	return offset, nil
+}
+
+func (f *file) size() uint64 {
+	if f.rc.Type == packformat.TypeFile {
+		return f.rc.Size
+	}
+	return 0
+}
+
+// WriteTo writes the rest of the file to w, in chunks copied out of the
+// pack so that no lock is held while w runs.
+func (f *file) WriteTo(w io.Writer) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var buf []byte
+	var total int64
+	for {
+		if buf == nil {
+			buf = make([]byte, min(256<<10, max(int64(f.size())-f.pos, 1)))
+		}
+		n, err := f.readAt("read", buf, f.pos)
+		if n > 0 {
+			m, werr := w.Write(buf[:n])
+			f.pos += int64(m)
+			total += int64(m)
+			if werr != nil {
+				return total, werr
+			}
+			if m < n {
+				return total, io.ErrShortWrite
+			}
+		}
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
+}
+
+func (f *file) ReadDir(n int) ([]fs.DirEntry, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, pathErr("readdirent", f.name, os.ErrClosed)
+	}
+	if f.rc.Type != packformat.TypeDir {
+		return nil, pathErr("readdirent", f.name, syscall.ENOTDIR)
+	}
+	if err := f.r.rlock("readdirent", f.name); err != nil {
+		return nil, err
+	}
+	defer f.r.mu.RUnlock()
+	if f.dirPos >= f.rc.Size {
+		if n > 0 {
+			return nil, io.EOF
+		}
+		return []fs.DirEntry{}, nil
+	}
+	ents, err := f.r.list(f.i, f.rc, f.dirPos, n)
+	if err != nil {
+		return nil, pathErr("readdirent", f.name, err)
+	}
+	f.dirPos += uint64(len(ents))
+	return ents, nil
+}
+
+func (f *file) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return pathErr("close", f.name, os.ErrClosed)
+	}
+	f.closed = true
+	return nil
+}

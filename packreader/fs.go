@@ -1,0 +1,203 @@
+package packreader
+
+import (
+	"errors"
+	"io/fs"
+	"syscall"
+
+	"github.com/packfs/packfs/internal/packformat"
+)
+
+var (
+	_ fs.FS         = (*Reader)(nil)
+	_ fs.ReadDirFS  = (*Reader)(nil)
+	_ fs.ReadFileFS = (*Reader)(nil)
+	_ fs.StatFS     = (*Reader)(nil)
+	_ fs.ReadLinkFS = (*Reader)(nil)
+	_ fs.SubFS      = (*Reader)(nil)
+	_ fs.GlobFS     = (*Reader)(nil)
+)
+
+func pathErr(op, name string, err error) error {
+	return &fs.PathError{Op: op, Path: name, Err: err}
+}
+
+// Open opens the named file, following symlinks. Directories open as
+// fs.ReadDirFile; files implement io.ReaderAt, io.Seeker and io.WriterTo.
+func (r *Reader) Open(name string) (fs.File, error) {
+	if err := r.rlock("open", name); err != nil {
+		return nil, err
+	}
+	defer r.mu.RUnlock()
+	i, rc, err := r.walk(name, true)
+	if err != nil {
+		return nil, pathErr("open", name, err)
+	}
+	return &file{r: r, name: name, i: i, rc: rc}, nil
+}
+
+// Stat returns a FileInfo for the named file, following symlinks.
+func (r *Reader) Stat(name string) (fs.FileInfo, error) { return r.stat("stat", name, true) }
+
+// Lstat returns a FileInfo for the named file without following a final
+// symlink.
+func (r *Reader) Lstat(name string) (fs.FileInfo, error) { return r.stat("lstat", name, false) }
+
+func (r *Reader) stat(op, name string, follow bool) (fs.FileInfo, error) {
+	if err := r.rlock(op, name); err != nil {
+		return nil, err
+	}
+	defer r.mu.RUnlock()
+	_, rc, err := r.walk(name, follow)
+	if err != nil {
+		return nil, pathErr(op, name, err)
+	}
+	return r.info(baseName(name), rc), nil
+}
+
+// ReadDir returns the entries of the named directory, sorted by name.
+func (r *Reader) ReadDir(name string) ([]fs.DirEntry, error) {
+	if err := r.rlock("open", name); err != nil {
+		return nil, err
+	}
+	defer r.mu.RUnlock()
+	i, rc, err := r.walk(name, true)
+	if err != nil {
+		return nil, pathErr("open", name, err)
+	}
+	if rc.Type != packformat.TypeDir {
+		return nil, pathErr("readdirent", name, syscall.ENOTDIR)
+	}
+	ents, err := r.list(i, rc, 0, -1)
+	if err != nil {
+		return nil, pathErr("readdirent", name, err)
+	}
+	return ents, nil
+}
+
+// ReadFile returns a copy of the named file's content, after checking
+// its CRC-32C.
+func (r *Reader) ReadFile(name string) ([]byte, error) {
+	if err := r.rlock("open", name); err != nil {
+		return nil, err
+	}
+	defer r.mu.RUnlock()
+	_, rc, err := r.walk(name, true)
+	if err != nil {
+		return nil, pathErr("open", name, err)
+	}
+	if rc.Type == packformat.TypeDir {
+		return nil, pathErr("read", name, syscall.EISDIR)
+	}
+	if rc.Type != packformat.TypeFile {
+		return []byte{}, nil
+	}
+	b := make([]byte, rc.Size)
+	if err := r.readData(b, rc.Off); err != nil {
+		return nil, pathErr("read", name, err)
+	}
+	if err := checkCRC(rc, b); err != nil {
+		return nil, pathErr("read", name, err)
+	}
+	return b, nil
+}
+
+// Bytes returns the named file's content without copying, after checking
+// its CRC-32C. For a pack opened with Open the slice points into the
+// mapping: it is valid until Close, and reading it after Close faults. It
+// must not be modified. For a pack opened with OpenReaderAt, Bytes returns
+// a copy.
+func (r *Reader) Bytes(name string) ([]byte, error) {
+	if r.ra != nil {
+		return r.ReadFile(name)
+	}
+	if err := r.rlock("open", name); err != nil {
+		return nil, err
+	}
+	defer r.mu.RUnlock()
+	_, rc, err := r.walk(name, true)
+	if err != nil {
+		return nil, pathErr("open", name, err)
+	}
+	if rc.Type == packformat.TypeDir {
+		return nil, pathErr("read", name, syscall.EISDIR)
+	}
+	if rc.Type != packformat.TypeFile {
+		return []byte{}, nil
+	}
+	b := r.mapped[rc.Off : rc.Off+rc.Size : rc.Off+rc.Size]
+	if err := checkCRC(rc, b); err != nil {
+		return nil, pathErr("read", name, err)
+	}
+	return b, nil
+}
+
+// ReadLink returns the target of the named symlink.
+func (r *Reader) ReadLink(name string) (string, error) {
+	if err := r.rlock("readlink", name); err != nil {
+		return "", err
+	}
+	defer r.mu.RUnlock()
+	_, rc, err := r.walk(name, false)
+	if err != nil {
+		return "", pathErr("readlink", name, err)
+	}
+	if rc.Type != packformat.TypeSymlink {
+		return "", pathErr("readlink", name, syscall.EINVAL)
+	}
+	return r.target(rc), nil
+}
+
+// Opaque reports whether the directory dir is marked opaque (it holds a
+// whiteout named layer.OpaqueName). A missing dir is not opaque.
+func (r *Reader) Opaque(dir string) bool {
+	if r.rlock("stat", dir) != nil {
+		return false
+	}
+	defer r.mu.RUnlock()
+	_, rc, err := r.walk(dir, true)
+	return err == nil && rc.Type == packformat.TypeDir && rc.Flags&packformat.FlagOpaque != 0
+}
+
+// Sub returns the subtree at dir, which must be a directory. Symlinks in
+// it resolve within the whole pack, as with fs.Sub.
+func (r *Reader) Sub(dir string) (fs.FS, error) {
+	fi, err := r.Stat(dir)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			pe.Op = "sub"
+		}
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, pathErr("sub", dir, syscall.ENOTDIR)
+	}
+	if dir == "." {
+		return r, nil
+	}
+	return fs.Sub(noSub{r}, dir)
+}
+
+// Glob returns the names matching pattern, as fs.Glob does.
+func (r *Reader) Glob(pattern string) ([]string, error) {
+	return fs.Glob(noGlob{r}, pattern)
+}
+
+// noSub hides Sub so that fs.Sub builds its generic view over r.
+type noSub struct{ r *Reader }
+
+func (s noSub) Open(name string) (fs.File, error)          { return s.r.Open(name) }
+func (s noSub) ReadDir(name string) ([]fs.DirEntry, error) { return s.r.ReadDir(name) }
+func (s noSub) ReadFile(name string) ([]byte, error)       { return s.r.ReadFile(name) }
+func (s noSub) Stat(name string) (fs.FileInfo, error)      { return s.r.Stat(name) }
+func (s noSub) Lstat(name string) (fs.FileInfo, error)     { return s.r.Lstat(name) }
+func (s noSub) ReadLink(name string) (string, error)       { return s.r.ReadLink(name) }
+func (s noSub) Glob(pattern string) ([]string, error)      { return s.r.Glob(pattern) }
+
+// noGlob hides Glob so that fs.Glob does the matching.
+type noGlob struct{ r *Reader }
+
+func (g noGlob) Open(name string) (fs.File, error)          { return g.r.Open(name) }
+func (g noGlob) ReadDir(name string) ([]fs.DirEntry, error) { return g.r.ReadDir(name) }
+func (g noGlob) Stat(name string) (fs.FileInfo, error)      { return g.r.Stat(name) }

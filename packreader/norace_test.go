@@ -1,0 +1,5 @@
+//go:build !race
+
+package packreader_test
+
+const raceEnabled = false

@@ -1,0 +1,152 @@
+package packreader
+
+import (
+	"crypto/sha256"
+	"hash/crc32"
+	"io"
+
+	"github.com/packfs/packfs/internal/packformat"
+	"github.com/packfs/packfs/layer"
+)
+
+// Stats summarizes a pack.
+type Stats struct {
+	Entries   int   // all entries, the root included
+	Files     int   // regular files
+	Dirs      int   // directories, the root included
+	Symlinks  int   // symbolic links
+	Whiteouts int   // whiteouts, opaque markers included
+	Contents  int   // distinct stored contents
+	Logical   int64 // bytes of all regular files, as if not deduplicated
+	Unique    int64 // bytes of the distinct contents
+	Stored    int64 // bytes of the data region (contents plus alignment)
+	Size      int64 // bytes of the pack file
+}
+
+// Saved returns the bytes dedup saved: Logical minus Unique.
+func (s Stats) Saved() int64 { return s.Logical - s.Unique }
+
+// Stats counts the pack's entries. It reads every record: O(entries).
+func (r *Reader) Stats() (Stats, error) {
+	if err := r.rlock("stats", "."); err != nil {
+		return Stats{}, err
+	}
+	defer r.mu.RUnlock()
+	s := Stats{Entries: int(r.count), Stored: int64(r.footer.DataSize), Size: int64(r.size)}
+	seen := map[uint64]bool{}
+	for i := range r.count {
+		rc, err := r.rec(i)
+		if err != nil {
+			return s, err
+		}
+		switch rc.Type {
+		case packformat.TypeFile:
+			s.Files++
+			s.Logical += int64(rc.Size)
+			if rc.Size > 0 && !seen[rc.Off] {
+				seen[rc.Off] = true
+				s.Contents++
+				s.Unique += int64(rc.Size)
+			}
+		case packformat.TypeDir:
+			s.Dirs++
+		case packformat.TypeSymlink:
+			s.Symlinks++
+		case packformat.TypeWhiteout:
+			s.Whiteouts++
+		}
+	}
+	return s, nil
+}
+
+// Verify checks the whole pack: every record, the tree they form (each
+// entry listed exactly once, in its parent's sorted run), names, opaque
+// flags, the logical size in the footer, and every content against both
+// its CRC-32C and its SHA-256. It returns the first problem found,
+// wrapping ErrCorrupt. Verify holds off Close until it returns.
+func (r *Reader) Verify() error {
+	if err := r.rlock("verify", "."); err != nil {
+		return err
+	}
+	defer r.mu.RUnlock()
+	var logical uint64
+	listed := uint64(1) // the root
+	checked := map[[3]uint64][16]byte{}
+	for d := range r.count {
+		dr, err := r.rec(d)
+		if err != nil {
+			return err
+		}
+		switch dr.Type {
+		case packformat.TypeFile:
+			logical += dr.Size
+			key := [3]uint64{dr.Off, dr.Size, uint64(dr.CRC)}
+			sum, ok := checked[key]
+			if !ok {
+				if sum, err = r.contentSum(dr); err != nil {
+					return err
+				}
+				checked[key] = sum
+			}
+			if sum != dr.Sum {
+				return corrupt("entry %d: content SHA-256 mismatch", d)
+			}
+			continue
+		case packformat.TypeDir:
+		default:
+			continue
+		}
+		ents, err := r.list(d, dr, 0, -1)
+		if err != nil {
+			return err
+		}
+		hasOpq := false
+		for k, e := range ents {
+			if e.Name() == layer.OpaqueName {
+				rc, _ := r.rec(dr.Off + uint64(k))
+				hasOpq = rc.Type == packformat.TypeWhiteout
+			}
+		}
+		if hasOpq != (dr.Flags&packformat.FlagOpaque != 0) {
+			return corrupt("entry %d: opaque flag disagrees with its %s entry", d, layer.OpaqueName)
+		}
+		if dr.Size > 0 && dr.Off != listed {
+			return corrupt("entry %d: children at %d, want %d", d, dr.Off, listed)
+		}
+		listed += dr.Size
+	}
+	if listed != r.count {
+		return corrupt("%d entries listed in directories, %d in the index", listed, r.count)
+	}
+	if logical != r.footer.Logical {
+		return corrupt("footer logical size %d, entries sum to %d", r.footer.Logical, logical)
+	}
+	return nil
+}
+
+// contentSum checks rc's content CRC-32C and returns its truncated SHA-256.
+func (r *Reader) contentSum(rc packformat.Record) ([16]byte, error) {
+	var out [16]byte
+	h := sha256.New()
+	c := crc32.New(packformat.Castagnoli)
+	w := io.MultiWriter(h, c)
+	if r.mapped != nil {
+		w.Write(r.mapped[rc.Off : rc.Off+rc.Size])
+	} else {
+		var buf [64 << 10]byte
+		for off, left := rc.Off, rc.Size; left > 0; {
+			n := min(left, uint64(len(buf)))
+			if err := readFull(r.ra, buf[:n], int64(off)); err != nil {
+				return out, err
+			}
+			w.Write(buf[:n])
+			off += n
+			left -= n
+		}
+	}
+	if c.Sum32() != rc.CRC {
+		return out, corrupt("content at %d: CRC-32C mismatch", rc.Off)
+	}
+	copy(out[:], h.Sum(nil))
+	return out, nil
+}

@@ -1,0 +1,42 @@
+// Package packwriter writes pack files: one immutable file holding a whole
+// tree, read back by package packreader. Writing a pack is how PackFS
+// compacts a layer.
+//
+// # Basics
+//
+// [Write] streams a pack of any fs.FS (a directory, a union, a snapshot of
+// an in-memory layer) to an io.Writer in one pass over the tree. [WriteFile]
+// does it atomically into a file: temporary file, fsync, rename, fsync of
+// the directory. [WithProgress] reports progress after each entry.
+//
+// Regular files, directories, symlinks and whiteouts are written with their
+// permission bits (plus setuid, setgid, sticky) and modification times; a
+// whiteout named layer.OpaqueName also marks its directory opaque.
+//
+// # Format
+//
+// The format is specified in packreader/FORMAT.md. Output is deterministic:
+// it depends only on the tree (names, types, modes, times, contents,
+// targets), never on the time of the run or the order a directory lists
+// its entries in.
+//
+// # Deduplication
+//
+// Identical contents are stored once. Candidates are found through a hash
+// table keyed by SHA-256, and shared only after their bytes compare equal:
+// when the destination can be read back (an *os.File opened read-write at
+// offset 0, as WriteFile uses) the earlier copy is read from it; otherwise
+// the earlier source file is read again from the fs.FS. Cost is
+// O(total bytes + n log n) for n entries.
+//
+// # Caveats
+//
+//   - Files up to 1 MiB are read once into a reused buffer; larger files are
+//     read twice (hash, then copy), and a file that changes between the two
+//     reads fails the write with [ErrChanged]. Writing from a snapshot
+//     avoids that.
+//   - The whole index (about 100 bytes per entry plus names) is held in
+//     memory until the end.
+//   - Devices, pipes and sockets are an error; so are names that are not
+//     valid io/fs path elements.
+package packwriter
