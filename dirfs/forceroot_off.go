@@ -1,0 +1,5 @@
+//go:build !dirfs_forceroot
+
+package dirfs
+
+const forceRootTag = false

@@ -1,0 +1,5 @@
+//go:build race
+
+package dirfs_test
+
+const raceEnabled = true

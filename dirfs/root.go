@@ -1,0 +1,124 @@
+package dirfs
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// rootImpl resolves names through os.Root: the fallback where openat2 is
+// missing (before Linux 5.6, under a seccomp filter that refuses it, off
+// Linux) or when ForceRoot asks for it. os.Root names its errors after its
+// system calls ("statat", "mkdirat"); rootImpl renames them as the os
+// functions name theirs, and maps its escape error to ErrEscapes.
+type rootImpl struct {
+	root *os.Root
+}
+
+func newRoot(dir string) (*rootImpl, error) {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &rootImpl{root: r}, nil
+}
+
+func (r *rootImpl) close() error { return r.root.Close() }
+
+// osOp gives err the Op of the os function and ErrEscapes for an escape.
+func osOp(err error, op string) error {
+	if err == nil {
+		return nil
+	}
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe) && strings.HasSuffix(pe.Op, "at"):
+		pe.Op = op
+	case errors.As(err, &le) && strings.HasSuffix(le.Op, "at"):
+		le.Op = op
+	}
+	return escaped(err)
+}
+
+// wrap presents an *os.File of the root under the caller's name.
+func (r *rootImpl) wrap(f *os.File, name string) *file {
+	return &file{f: f, name: name, host: f.Name()}
+}
+
+func (r *rootImpl) openFile(name string, flag int, perm fs.FileMode) (*file, error) {
+	f, err := r.root.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, osOp(err, "open")
+	}
+	return r.wrap(f, name), nil
+}
+
+func (r *rootImpl) stat(name string, follow bool) (fs.FileInfo, error) {
+	if follow {
+		fi, err := r.root.Stat(name)
+		return fi, osOp(err, "stat")
+	}
+	fi, err := r.root.Lstat(name)
+	return fi, osOp(err, "lstat")
+}
+
+func (r *rootImpl) readDir(name string) ([]fs.DirEntry, error) {
+	// os.ReadDir opens with O_DIRECTORY: a file is ENOTDIR at "open".
+	f, err := r.root.OpenFile(name, os.O_RDONLY|oDirectory, 0)
+	if err != nil {
+		return nil, osOp(err, "open")
+	}
+	defer f.Close()
+	list, err := r.wrap(f, name).ReadDir(-1)
+	slices.SortFunc(list, byName)
+	return list, err
+}
+
+func (r *rootImpl) mkdir(name string, perm fs.FileMode) error {
+	return osOp(r.root.Mkdir(name, perm), "mkdir")
+}
+
+func (r *rootImpl) remove(name string) error {
+	return osOp(r.root.Remove(name), "remove")
+}
+
+func (r *rootImpl) removeAll(name string) error {
+	return osOp(r.root.RemoveAll(name), "RemoveAll")
+}
+
+func (r *rootImpl) rename(oldname, newname string) error {
+	return osOp(r.root.Rename(oldname, newname), "rename")
+}
+
+func (r *rootImpl) chmod(name string, mode fs.FileMode) error {
+	return osOp(r.root.Chmod(name, mode), "chmod")
+}
+
+func (r *rootImpl) chown(name string, uid, gid int, follow bool) error {
+	if follow {
+		return osOp(r.root.Chown(name, uid, gid), "chown")
+	}
+	return osOp(r.root.Lchown(name, uid, gid), "lchown")
+}
+
+func (r *rootImpl) chtimes(name string, atime, mtime time.Time) error {
+	return osOp(r.root.Chtimes(name, atime, mtime), "chtimes")
+}
+
+func (r *rootImpl) symlink(oldname, newname string) error {
+	return osOp(r.root.Symlink(oldname, newname), "symlink")
+}
+
+func (r *rootImpl) readlink(name string) (string, error) {
+	target, err := r.root.Readlink(name)
+	return target, osOp(err, "readlink")
+}
+
+// whiteout is unsupported: os.Root has no mknod.
+func (r *rootImpl) whiteout(name string) error {
+	return &fs.PathError{Op: "whiteout", Path: name, Err: errors.ErrUnsupported}
+}
