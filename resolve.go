@@ -4,14 +4,11 @@ import (
 	"errors"
 	"io/fs"
 	"path"
-	"strings"
 	"syscall"
 
+	"github.com/packfs/packfs/internal/pathwalk"
 	"github.com/packfs/packfs/layer"
 )
-
-// maxSymlinks is how many symlinks one resolution may follow, as on Linux.
-const maxSymlinks = 40
 
 // node is a name as the union sees it: the topmost entry that stands for
 // it, and, for a directory, every layer whose directory of the same name
@@ -118,9 +115,10 @@ func (u *FS) lowerHas(dir *node, p string) bool {
 }
 
 // walk resolves name, following symlinks in every element and in the last
-// one too when follow is set. It returns the directory holding the last
-// element and its node, which may not exist. Symlink targets resolve in
-// the union: an absolute target starts at its root and ".." stops there.
+// one too when follow is set, by the rules of package pathwalk applied to
+// the union: a symlink of any layer resolves in the whole union. It
+// returns the directory holding the last element and its node, which may
+// not exist.
 // The error is a bare errno or fs sentinel; callers wrap it.
 func (u *FS) walk(name string, follow bool) (dir, n *node, err error) {
 	if !fs.ValidPath(name) {
@@ -134,24 +132,17 @@ func (u *FS) walk(name string, follow bool) (dir, n *node, err error) {
 		return nil, root, nil
 	}
 	stack := []*node{root}
-	rest := name
-	hops := 0
+	w := pathwalk.New(name)
 	for {
-		var elem string
-		if i := strings.IndexByte(rest, '/'); i >= 0 {
-			elem, rest = rest[:i], rest[i+1:]
-		} else {
-			elem, rest = rest, ""
-		}
-		last := rest == ""
+		elem, step, last := w.Next()
 		cur := stack[len(stack)-1]
-		switch elem {
-		case "", ".":
+		switch step {
+		case pathwalk.Stay:
 			if last {
 				return nil, cur, nil
 			}
 			continue
-		case "..":
+		case pathwalk.Up:
 			if len(stack) > 1 {
 				stack = stack[:len(stack)-1]
 			}
@@ -171,26 +162,17 @@ func (u *FS) walk(name string, follow bool) (dir, n *node, err error) {
 			return nil, nil, syscall.ENOENT
 		}
 		if child.isSymlink() && (follow || !last) {
-			if hops++; hops > maxSymlinks {
-				return nil, nil, syscall.ELOOP
-			}
 			target, err := fs.ReadLink(u.layers[child.layer], child.path)
 			if err != nil {
 				return nil, nil, err
 			}
-			if target == "" {
-				return nil, nil, syscall.ENOENT
+			abs, err := w.Follow(target, last)
+			if err != nil {
+				return nil, nil, err
 			}
-			if target[0] == '/' {
+			if abs {
 				stack = stack[:1]
-				if target = strings.TrimLeft(target, "/"); target == "" {
-					target = "."
-				}
 			}
-			if !last {
-				target += "/" + rest
-			}
-			rest = target
 			continue
 		}
 		if last {

@@ -7,12 +7,9 @@ import (
 	"time"
 
 	"github.com/packfs/packfs/internal/packformat"
+	"github.com/packfs/packfs/internal/pathwalk"
 	"github.com/packfs/packfs/layer"
 )
-
-// maxSymlinks is how many symlinks one path resolution follows before
-// ELOOP, as on Linux.
-const maxSymlinks = 40
 
 // rec decodes and checks record i; the caller holds r.mu.
 func (r *Reader) rec(i uint64) (packformat.Record, error) {
@@ -123,9 +120,9 @@ type frame struct {
 	rc packformat.Record
 }
 
-// walk resolves name from the root, following symlinks inside the pack
-// (absolute targets from the pack root, ".." stopping at the root) in
-// every element and, if follow, in the last. The caller holds r.mu.
+// walk resolves name from the root, following symlinks inside the pack by
+// the rules of package pathwalk in every element and, if follow, in the
+// last. The caller holds r.mu.
 func (r *Reader) walk(name string, follow bool) (uint64, packformat.Record, error) {
 	if !fs.ValidPath(name) {
 		return 0, packformat.Record{}, fs.ErrInvalid
@@ -139,24 +136,17 @@ func (r *Reader) walk(name string, follow bool) (uint64, packformat.Record, erro
 	}
 	var buf [16]frame
 	stack := append(buf[:0], frame{0, root})
-	rest := name
-	hops := 0
+	w := pathwalk.New(name)
 	for {
-		var elem string
-		if i := strings.IndexByte(rest, '/'); i >= 0 {
-			elem, rest = rest[:i], rest[i+1:]
-		} else {
-			elem, rest = rest, ""
-		}
-		last := rest == ""
+		elem, step, last := w.Next()
 		dir := stack[len(stack)-1]
-		switch elem {
-		case "", ".":
+		switch step {
+		case pathwalk.Stay:
 			if last {
 				return dir.i, dir.rc, nil
 			}
 			continue
-		case "..":
+		case pathwalk.Up:
 			if len(stack) > 1 {
 				stack = stack[:len(stack)-1]
 			}
@@ -174,24 +164,13 @@ func (r *Reader) walk(name string, follow bool) (uint64, packformat.Record, erro
 			return 0, cr, syscall.ENOENT
 		}
 		if cr.Type == packformat.TypeSymlink && (follow || !last) {
-			if hops++; hops > maxSymlinks {
-				return 0, cr, syscall.ELOOP
+			abs, err := w.Follow(r.target(cr), last)
+			if err != nil {
+				return 0, cr, err
 			}
-			target := r.target(cr)
-			if target == "" {
-				return 0, cr, syscall.ENOENT
-			}
-			if target[0] == '/' {
+			if abs {
 				stack = stack[:1]
-				target = strings.TrimLeft(target, "/")
-				if target == "" {
-					target = "."
-				}
 			}
-			if !last {
-				target += "/" + rest
-			}
-			rest = target
 			continue
 		}
 		if last {

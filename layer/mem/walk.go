@@ -2,13 +2,10 @@ package mem
 
 import (
 	"io/fs"
-	"strings"
 	"syscall"
-)
 
-// maxSymlinks is how many symlinks one resolution may follow before it
-// fails with ELOOP, as on Linux.
-const maxSymlinks = 40
+	"github.com/packfs/packfs/internal/pathwalk"
+)
 
 // where is the result of resolving a path: the directory holding the final
 // element, the element's name, and its entry, nil when it does not exist.
@@ -22,9 +19,8 @@ type where struct {
 }
 
 // walk resolves name from root, following symlinks in every element and in
-// the last one too when follow is set. Symlink targets resolve inside the
-// layer: an absolute target starts at the root and ".." stops there. The
-// error is a bare errno or fs sentinel; callers wrap it with their Op.
+// the last one too when follow is set, by the rules of package pathwalk.
+// The error is a bare errno or fs sentinel; callers wrap it with their Op.
 func walk(root *entry, name string, follow bool) (where, error) {
 	if !fs.ValidPath(name) {
 		return where{}, fs.ErrInvalid
@@ -34,24 +30,17 @@ func walk(root *entry, name string, follow bool) (where, error) {
 	}
 	var buf [16]*entry
 	stack := append(buf[:0], root)
-	rest := name
-	hops := 0
+	w := pathwalk.New(name)
 	for {
-		var elem string
-		if i := strings.IndexByte(rest, '/'); i >= 0 {
-			elem, rest = rest[:i], rest[i+1:]
-		} else {
-			elem, rest = rest, ""
-		}
-		last := rest == ""
+		elem, step, last := w.Next()
 		dir := stack[len(stack)-1]
-		switch elem {
-		case "", ".":
+		switch step {
+		case pathwalk.Stay:
 			if last {
 				return where{base: ".", e: dir}, nil
 			}
 			continue
-		case "..":
+		case pathwalk.Up:
 			if len(stack) > 1 {
 				stack = stack[:len(stack)-1]
 			}
@@ -69,24 +58,13 @@ func walk(root *entry, name string, follow bool) (where, error) {
 		}
 		cs := child.state()
 		if cs.isSymlink() && (follow || !last) {
-			if hops++; hops > maxSymlinks {
-				return where{}, syscall.ELOOP
+			abs, err := w.Follow(cs.target(), last)
+			if err != nil {
+				return where{}, err
 			}
-			target := cs.target()
-			if target == "" {
-				return where{}, syscall.ENOENT
-			}
-			if target[0] == '/' {
+			if abs {
 				stack = stack[:1]
-				target = strings.TrimLeft(target, "/")
-				if target == "" {
-					target = "."
-				}
 			}
-			if !last {
-				target += "/" + rest
-			}
-			rest = target
 			continue
 		}
 		if last {
