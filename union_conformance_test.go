@@ -1,7 +1,9 @@
 package packfs_test
 
 import (
+	"bytes"
 	"io/fs"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,6 +11,8 @@ import (
 	"github.com/packfs/packfs/conformance"
 	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/layer/mem"
+	"github.com/packfs/packfs/packreader"
+	"github.com/packfs/packfs/packwriter"
 )
 
 // TestConformanceReadOnly checks unions whose whole tree is in a lower.
@@ -27,8 +31,10 @@ func TestConformanceReadOnly(t *testing.T) {
 // opaque directories and merged listings against os.
 type settling struct {
 	*packfs.FS
-	settles int
 }
+
+// settles counts the Settle calls the suite made, to show it made some.
+var settles atomic.Int64
 
 // Settle puts the union's snapshot below a fresh upper layer.
 func (s *settling) Settle() error {
@@ -50,7 +56,7 @@ func (s *settling) Settle() error {
 		return err
 	}
 	s.FS = packfs.New(upper, snap)
-	s.settles++
+	settles.Add(1)
 	return nil
 }
 
@@ -63,7 +69,69 @@ func TestConformanceSettling(t *testing.T) {
 		// race detector slows tenfold; without it the default 2,000 run.
 		opts = append(opts, conformance.WithSeeds(150))
 	}
+	before := settles.Load()
 	conformance.Run(t, func(t *testing.T) layer.FS {
 		return &settling{FS: packfs.New(mem.New(), mem.New().Snapshot())}
 	}, opts...)
+	if settles.Load() == before && !testing.Short() {
+		t.Error("the differential test never settled")
+	}
+}
+
+// packSettling is a union whose upper layer's state is written, whiteouts
+// and opaque markers included, into a new pack that goes on top of the
+// lowers: the stack grows a delta pack at each Settle, like image layers.
+type packSettling struct {
+	*packfs.FS
+	upper  *mem.FS
+	lowers []fs.FS
+}
+
+// Settle packs the upper layer and starts a fresh one above the pack.
+func (s *packSettling) Settle() error {
+	var buf bytes.Buffer
+	if err := packwriter.Write(&buf, s.upper.Snapshot()); err != nil {
+		return err
+	}
+	pack, err := packreader.OpenReaderAt(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		return err
+	}
+	root, err := s.upper.Stat(".")
+	if err != nil {
+		return err
+	}
+	s.upper = mem.New()
+	if err := s.upper.Chmod(".", root.Mode()); err != nil {
+		return err
+	}
+	if err := s.upper.Chtimes(".", time.Time{}, root.ModTime()); err != nil {
+		return err
+	}
+	s.lowers = append([]fs.FS{pack}, s.lowers...)
+	s.FS = packfs.New(s.upper, s.lowers...)
+	packsMade.Add(1)
+	return nil
+}
+
+// packsMade counts the delta packs the suite made, to show it made some.
+var packsMade atomic.Int64
+
+// TestConformanceOverPacks runs the suite on a union of mem over a stack
+// of delta packs that grows at random points of each sequence.
+func TestConformanceOverPacks(t *testing.T) {
+	var opts []conformance.Option
+	if raceEnabled {
+		opts = append(opts, conformance.WithSeeds(100))
+	}
+	before := packsMade.Load()
+	conformance.Run(t, func(t *testing.T) layer.FS {
+		upper := mem.New()
+		return &packSettling{FS: packfs.New(upper), upper: upper}
+	}, opts...)
+	made := packsMade.Load() - before
+	t.Logf("%d delta packs made", made)
+	if made == 0 && !testing.Short() {
+		t.Error("the differential test never settled into a pack")
+	}
 }
