@@ -33,26 +33,24 @@ func (n *node) isSymlink() bool {
 	return n.info != nil && n.info.Mode()&fs.ModeSymlink != 0
 }
 
-// root returns the node of the union's root directory.
+// root returns the node of the union's root directory. Which layers merge
+// there is found once: the lowers never change, and the union never marks
+// the upper's root opaque. Its info is the top layer's root, read each
+// time, since writes change it.
 func (u *FS) root() (*node, error) {
-	n := &node{path: "."}
-	for i, l := range u.layers {
-		if l == nil {
-			continue
+	u.rootOnce.Do(func() {
+		for i, l := range u.layers {
+			u.rootDirs = append(u.rootDirs, i)
+			if i < len(u.layers)-1 && layer.IsOpaque(l, ".") {
+				break
+			}
 		}
-		fi, err := fs.Stat(l, ".")
-		if err != nil {
-			return nil, err
-		}
-		if n.info == nil {
-			n.info, n.layer = fi, i
-		}
-		n.dirs = append(n.dirs, i)
-		if i < len(u.layers)-1 && layer.IsOpaque(l, ".") {
-			break
-		}
+	})
+	fi, err := fs.Stat(u.layers[0], ".")
+	if err != nil {
+		return nil, err
 	}
-	return n, nil
+	return &node{path: ".", info: fi, dirs: u.rootDirs}, nil
 }
 
 // lookup returns the node of name in the directory dir.

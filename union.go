@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/packfs/packfs/layer"
+	"github.com/packfs/packfs/layer/mem"
 )
 
 // FS is a union of layers: one writable upper layer over read-only lower
@@ -25,6 +26,9 @@ type FS struct {
 	// chmod or write that a copy-up makes possible.
 	watchMu sync.Mutex
 	watched map[lowerKey]map[*file]bool
+
+	rootOnce sync.Once
+	rootDirs []int // the layers merged at the root, top first
 }
 
 // lowerKey names a file of one lower layer.
@@ -36,11 +40,23 @@ type lowerKey struct {
 // New returns the union of upper over lowers, the first lower on top.
 // Reads fall through the upper and then the lowers in order; writes go to
 // the upper, copying a lower file up first. upper must record whiteouts
-// ([layer.WhiteoutFS]) to remove names of the lowers.
+// ([layer.WhiteoutFS]) to remove names of the lowers. A nil upper makes a
+// read-only union, whose writes fail with EROFS.
+//
+// The layers must not change except through the union, as with Linux
+// overlayfs: lowers are read-only, and the upper is the union's own.
 func New(upper layer.FS, lowers ...fs.FS) *FS {
 	layers := make([]fs.FS, 0, 1+len(lowers))
-	layers = append(layers, upper)
-	layers = append(layers, lowers...)
+	if upper != nil {
+		layers = append(layers, upper)
+	} else if len(lowers) == 0 {
+		layers = append(layers, mem.New().Snapshot()) // an empty root
+	}
+	for _, l := range lowers {
+		if l != nil {
+			layers = append(layers, l)
+		}
+	}
 	return &FS{layers: layers, upper: upper}
 }
 

@@ -257,3 +257,17 @@ func TestSnapshotIsolationUnderConcurrentWriter(t *testing.T) {
 }
 
 var errROFS = syscall.EROFS
+
+func TestReadOnlyUnion(t *testing.T) {
+	lower := mem.New()
+	lower.WriteFile("f", []byte("x"), 0o644)
+	u := packfs.New(nil, lower.Snapshot(), nil)
+	wantContent(t, u, "f", "x")
+	if err := u.WriteFile("g", nil, 0o644); !errors.Is(err, errROFS) {
+		t.Errorf("write to a read-only union: %v, want EROFS", err)
+	}
+	empty := packfs.New(nil)
+	if got := names(t, empty, "."); len(got) != 0 {
+		t.Errorf("New(nil) lists %v", got)
+	}
+}
