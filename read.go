@@ -20,6 +20,9 @@ func (u *FS) Open(name string) (fs.File, error) {
 
 // Stat returns a description of name, following symlinks.
 func (u *FS) Stat(name string) (fs.FileInfo, error) {
+	if m, rest, ok := u.mounted(name); ok {
+		return mountStat(m, "stat", name, rest, true)
+	}
 	n, err := u.resolve("stat", name, true)
 	if err != nil {
 		return nil, err
@@ -29,6 +32,9 @@ func (u *FS) Stat(name string) (fs.FileInfo, error) {
 
 // Lstat returns a description of name without following a final symlink.
 func (u *FS) Lstat(name string) (fs.FileInfo, error) {
+	if m, rest, ok := u.mounted(name); ok {
+		return mountStat(m, "lstat", name, rest, false)
+	}
 	n, err := u.resolve("lstat", name, false)
 	if err != nil {
 		return nil, err
@@ -61,6 +67,10 @@ func (r renamed) Name() string { return r.name }
 
 // ReadLink returns the target of the symbolic link name.
 func (u *FS) ReadLink(name string) (string, error) {
+	if m, rest, ok := u.mounted(name); ok {
+		target, err := fs.ReadLink(m, rest)
+		return target, inMount("readlink", name, err)
+	}
 	n, err := u.resolve("readlink", name, false)
 	if err != nil {
 		return "", err
@@ -80,6 +90,10 @@ func (u *FS) Readlink(name string) (string, error) { return u.ReadLink(name) }
 
 // ReadFile returns the contents of name.
 func (u *FS) ReadFile(name string) ([]byte, error) {
+	if m, rest, ok := u.mounted(name); ok {
+		b, err := fs.ReadFile(m, rest)
+		return b, inMount("open", name, err)
+	}
 	n, err := u.resolve("open", name, true)
 	if err != nil {
 		return nil, err
@@ -98,6 +112,10 @@ func (u *FS) ReadFile(name string) ([]byte, error) {
 // name: each name once, from the topmost layer that has it, whiteouts
 // applied and opaque directories respected.
 func (u *FS) ReadDir(name string) ([]fs.DirEntry, error) {
+	if m, rest, ok := u.mounted(name); ok {
+		list, err := fs.ReadDir(m, rest)
+		return list, inMount("open", name, err)
+	}
 	n, err := u.resolve("open", name, true)
 	if err != nil {
 		return nil, err
@@ -105,7 +123,11 @@ func (u *FS) ReadDir(name string) ([]fs.DirEntry, error) {
 	if !n.isDir() {
 		return nil, layer.PathError("open", name, syscall.ENOTDIR)
 	}
-	return u.merge(n)
+	list, err := u.merge(n)
+	if err != nil {
+		return nil, err
+	}
+	return u.withMounts(n.path, list), nil
 }
 
 // merge lists a directory node: a k-way merge of the sorted listings of
@@ -215,7 +237,7 @@ func (d *dir) ReadDir(count int) ([]fs.DirEntry, error) {
 		if err != nil {
 			return nil, err
 		}
-		d.list, d.listed = list, true
+		d.list, d.listed = d.u.withMounts(d.n.path, list), true
 	}
 	rest := d.list[d.pos:]
 	if count > 0 {

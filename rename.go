@@ -15,6 +15,20 @@ func (u *FS) Rename(oldname, newname string) error {
 	if _, err := u.writable("rename", oldname); err != nil {
 		return layer.LinkError("rename", oldname, newname, errReadOnly)
 	}
+	om, orest, oin := u.mounted(oldname)
+	_, nrest, nin := u.mounted(newname)
+	switch {
+	case oin && nin && mountPoint(oldname, orest) == mountPoint(newname, nrest) && orest != "." && nrest != ".":
+		if err := layer.Rename(om, orest, nrest); err != nil {
+			return layer.LinkError("rename", oldname, newname, bareUnsupported(err))
+		}
+		return nil
+	case oin && orest == "." || nin && nrest == "." || u.busy(oldname):
+		return layer.LinkError("rename", oldname, newname, syscall.EBUSY)
+	case oin || nin:
+		// Another file system: rename(2) gives EXDEV across mounts.
+		return layer.LinkError("rename", oldname, newname, syscall.EXDEV)
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if err := u.rename(oldname, newname); err != nil {

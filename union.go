@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/packfs/packfs/layer"
@@ -29,6 +30,8 @@ type FS struct {
 
 	rootOnce sync.Once
 	rootDirs []int // the layers merged at the root, top first
+
+	mounts atomic.Pointer[mounts] // nil: none
 }
 
 // lowerKey names a file of one lower layer.

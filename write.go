@@ -19,6 +19,9 @@ const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC
 // file for writing copies it up first (without its contents when
 // os.O_TRUNC is set).
 func (u *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, error) {
+	if m, rest, ok := u.mounted(name); ok {
+		return u.mountOpenFile(m, name, rest, flag, perm)
+	}
 	if flag&writeFlags == 0 {
 		_, n, err := u.walk(name, flag&syscall.O_NOFOLLOW == 0)
 		if err == nil && !n.exists() {
@@ -27,7 +30,7 @@ func (u *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 		if err != nil {
 			return nil, layer.PathError("open", name, bare(err))
 		}
-		if n.isDir() && (n.layer != 0 || len(n.dirs) > 1) {
+		if n.isDir() && (n.layer != 0 || len(n.dirs) > 1 || u.mounts.Load() != nil) {
 			return &dir{u: u, n: n, name: name, appending: flag&os.O_APPEND != 0}, nil
 		}
 		if n.layer == 0 && u.upper != nil {
@@ -260,6 +263,12 @@ func (u *FS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 // Mkdir creates the directory name. Made where a lower layer's entry was
 // removed, it is opaque: what the lowers hold there stays hidden.
 func (u *FS) Mkdir(name string, perm fs.FileMode) error {
+	if m, rest, ok := u.mounted(name); ok {
+		if rest == "." {
+			return layer.PathError("mkdir", name, syscall.EEXIST)
+		}
+		return inMount("mkdir", name, layer.Mkdir(m, rest, perm))
+	}
 	if _, err := u.writable("mkdir", name); err != nil {
 		return err
 	}
@@ -312,6 +321,12 @@ func (u *FS) MkdirAll(name string, perm fs.FileMode) error {
 // Remove removes a file, a symlink or an empty directory. A name a lower
 // layer holds leaves a whiteout, so that it never comes back.
 func (u *FS) Remove(name string) error {
+	if m, rest, ok := u.mounted(name); ok && rest != "." {
+		return inMount("remove", name, layer.Remove(m, rest))
+	}
+	if u.busy(name) {
+		return layer.PathError("remove", name, syscall.EBUSY)
+	}
 	if _, err := u.writable("remove", name); err != nil {
 		return err
 	}
@@ -367,6 +382,12 @@ func (u *FS) RemoveAll(name string) error {
 	if !fs.ValidPath(name) || name == "." {
 		return layer.PathError("RemoveAll", name, syscall.EINVAL)
 	}
+	if m, rest, ok := u.mounted(name); ok && rest != "." {
+		return inMount("unlinkat", name, layer.RemoveAll(m, rest))
+	}
+	if u.busy(name) {
+		return layer.PathError("unlinkat", name, syscall.EBUSY)
+	}
 	if _, err := u.writable("unlinkat", name); err != nil {
 		return err
 	}
@@ -394,6 +415,12 @@ func (u *FS) Whiteout(name string) error {
 
 // Symlink creates newname as a symbolic link to oldname.
 func (u *FS) Symlink(oldname, newname string) error {
+	if m, rest, ok := u.mounted(newname); ok {
+		if err := layer.Symlink(m, oldname, rest); err != nil {
+			return layer.LinkError("symlink", oldname, newname, bareUnsupported(err))
+		}
+		return nil
+	}
 	if _, err := u.writable("symlink", newname); err != nil {
 		return layer.LinkError("symlink", oldname, newname, errReadOnly)
 	}
@@ -440,23 +467,35 @@ func (u *FS) change(op, name string, follow bool, fn func(p string) error) error
 // Chmod changes the mode of name, following symlinks; a lower entry is
 // copied up first.
 func (u *FS) Chmod(name string, mode fs.FileMode) error {
+	if m, rest, ok := u.mounted(name); ok {
+		return inMount("chmod", name, layer.Chmod(m, rest, mode))
+	}
 	return u.change("chmod", name, true, func(p string) error { return u.upper.Chmod(p, mode) })
 }
 
 // Chtimes changes the times of name, following symlinks; a lower entry is
 // copied up first.
 func (u *FS) Chtimes(name string, atime, mtime time.Time) error {
+	if m, rest, ok := u.mounted(name); ok {
+		return inMount("chtimes", name, layer.Chtimes(m, rest, atime, mtime))
+	}
 	return u.change("chtimes", name, true, func(p string) error { return u.upper.Chtimes(p, atime, mtime) })
 }
 
 // Chown changes the owner of name, following symlinks; a lower entry is
 // copied up first.
 func (u *FS) Chown(name string, uid, gid int) error {
+	if m, rest, ok := u.mounted(name); ok {
+		return inMount("chown", name, layer.Chown(m, rest, uid, gid))
+	}
 	return u.change("chown", name, true, func(p string) error { return u.upper.Chown(p, uid, gid) })
 }
 
 // Lchown changes the owner of name without following a final symlink.
 func (u *FS) Lchown(name string, uid, gid int) error {
+	if m, rest, ok := u.mounted(name); ok {
+		return inMount("lchown", name, layer.Lchown(m, rest, uid, gid))
+	}
 	return u.change("lchown", name, false, func(p string) error { return u.upper.Lchown(p, uid, gid) })
 }
 
