@@ -202,4 +202,3 @@ func mountStat(m fs.FS, op, name, rest string, follow bool) (fs.FileInfo, error)
 	}
 	return named(fi, name), nil
 }
-
