@@ -112,3 +112,14 @@ func TestMountWrites(t *testing.T) {
 		t.Errorf("rename inside a read-only mount: %v, want EROFS", err)
 	}
 }
+
+func TestSnapshotKeepsMounts(t *testing.T) {
+	u, site := mounted(t)
+	snap, err := u.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	site.WriteFile("index.html", []byte("changed"), 0o644)
+	wantContent(t, snap, "app/index.html", "<html>")
+	wantContent(t, u, "app/index.html", "changed")
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -66,31 +67,49 @@ func New(upper layer.FS, lowers ...fs.FS) *FS {
 var _ layer.FS = (*FS)(nil)
 
 // Snapshot returns the union's current state as an immutable fs.FS, in
-// O(1): a snapshot of the upper layer over the same lowers. The upper layer
-// must offer Snapshot (as layer/mem does); otherwise Snapshot returns an
-// error wrapping errors.ErrUnsupported.
+// O(1) plus O(1) a mount: a snapshot of the upper layer over the same
+// lowers, with each mount's snapshot mounted. The upper layer must offer
+// Snapshot (as layer/mem does); otherwise Snapshot returns an error
+// wrapping errors.ErrUnsupported. A mounted file system that offers none
+// is mounted as it is, and stays live.
 func (u *FS) Snapshot() (*FS, error) {
-	if u.upper == nil {
-		return u, nil
+	s := &FS{layers: u.layers}
+	if u.upper != nil {
+		top, ok := snapshotOf(u.upper)
+		if !ok {
+			return nil, layer.Unsupported("snapshot", ".")
+		}
+		s.layers = slices.Clone(u.layers)
+		s.layers[0] = top
 	}
-	top, ok := snapshotOf(u.upper)
-	if !ok {
-		return nil, layer.Unsupported("snapshot", ".")
+	if t := u.mounts.Load(); t != nil {
+		b := t.Clear().Builder()
+		for p, m := range t.All() {
+			if snap, ok := snapshotOf(m); ok {
+				m = snap
+			}
+			b.Set(p, m)
+		}
+		table := b.Map()
+		s.mounts.Store(&table)
 	}
-	layers := make([]fs.FS, len(u.layers))
-	copy(layers, u.layers)
-	layers[0] = top
-	return &FS{layers: layers}, nil
+	return s, nil
 }
 
 // snapshotOf calls fsys's Snapshot method, whatever concrete fs.FS type it
-// returns (layer/mem's returns *mem.Snapshot).
+// returns (layer/mem's returns *mem.Snapshot, a union's (*FS, error)).
 func snapshotOf(fsys fs.FS) (fs.FS, bool) {
 	m := reflect.ValueOf(fsys).MethodByName("Snapshot")
-	if !m.IsValid() || m.Type().NumIn() != 0 || m.Type().NumOut() != 1 {
+	if !m.IsValid() || m.Type().NumIn() != 0 || m.Type().NumOut() < 1 || m.Type().NumOut() > 2 {
 		return nil, false
 	}
-	s, ok := m.Call(nil)[0].Interface().(fs.FS)
+	out := m.Call(nil)
+	if len(out) == 2 {
+		if err, _ := out[1].Interface().(error); err != nil {
+			return nil, false
+		}
+	}
+	s, ok := out[0].Interface().(fs.FS)
 	return s, ok
 }
 
