@@ -16,6 +16,8 @@ type file struct {
 	name      string
 	path      string // the layer's name for it
 	appending bool   // opened with O_APPEND, which refuses WriteAt
+	// hideWhiteouts drops whiteouts from a directory's listing.
+	hideWhiteouts bool
 
 	// mu guards f, which a copy-up may replace, and what follows.
 	mu      sync.Mutex
@@ -111,8 +113,16 @@ func (f *file) Seek(offset int64, whence int) (int64, error) {
 func (f *file) ReadDir(n int) ([]fs.DirEntry, error) {
 	cf := f.cur()
 	defer f.mu.Unlock()
-	list, err := cf.ReadDir(n)
-	return list, f.rename(err)
+	for {
+		list, err := cf.ReadDir(n)
+		if f.hideWhiteouts {
+			list = visible(list)
+			if len(list) == 0 && err == nil && n > 0 {
+				continue // a page of whiteouts only: read on
+			}
+		}
+		return list, f.rename(err)
+	}
 }
 
 func (f *file) Truncate(size int64) error {

@@ -1,6 +1,7 @@
 package packfs
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -223,6 +224,11 @@ func (d *dir) Stat() (fs.FileInfo, error) {
 	if err := d.check("stat"); err != nil {
 		return nil, err
 	}
+	// The directory's attributes as they are now (a Chmod may have copied
+	// it up since it was opened), while it still stands at its path.
+	if fi, err := d.u.Lstat(d.n.path); err == nil && fi.IsDir() {
+		return named(fi, d.name), nil
+	}
 	return d.n.stat(d.name), nil
 }
 
@@ -233,11 +239,22 @@ func (d *dir) ReadDir(count int) ([]fs.DirEntry, error) {
 		return nil, err
 	}
 	if !d.listed {
-		list, err := d.u.merge(d.n)
+		// List the directory as it is now at its path: a copy-up since
+		// Open may have added a layer to it, and a removed directory lists
+		// nothing (ENOENT), as getdents gives.
+		_, n, err := d.u.walk(d.n.path, false)
+		if err == nil && (!n.exists() || !n.isDir()) {
+			err = syscall.ENOENT
+		}
+		if err != nil {
+			return nil, layer.PathError("readdirent", d.name, bare(err))
+		}
+		list, err := d.u.merge(n)
 		if err != nil {
 			return nil, err
 		}
-		d.list, d.listed = d.u.withMounts(d.n.path, list), true
+		d.n = n
+		d.list, d.listed = d.u.withMounts(n.path, list), true
 	}
 	rest := d.list[d.pos:]
 	if count > 0 {
@@ -260,8 +277,16 @@ func (d *dir) Read(p []byte) (int, error) {
 }
 
 func (d *dir) ReadAt(p []byte, off int64) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case off < 0:
+		return 0, layer.PathError("readat", d.name, errors.New("negative offset"))
+	case len(p) == 0:
+		return 0, nil // as os, even when closed
+	}
+	if err := d.check("read"); err != nil {
+		return 0, err
 	}
 	return 0, layer.PathError("read", d.name, syscall.EISDIR)
 }
@@ -288,10 +313,12 @@ func (d *dir) Write(p []byte) (int, error) {
 }
 
 func (d *dir) WriteAt(p []byte, off int64) (int, error) {
-	if d.appending {
+	switch {
+	case d.appending:
 		return 0, errWriteAtInAppendMode
-	}
-	if len(p) == 0 {
+	case off < 0:
+		return 0, layer.PathError("writeat", d.name, errors.New("negative offset"))
+	case len(p) == 0:
 		return 0, nil
 	}
 	return d.Write(p)

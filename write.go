@@ -30,13 +30,18 @@ func (u *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 		if err != nil {
 			return nil, layer.PathError("open", name, bare(err))
 		}
-		if n.isDir() && (n.layer != 0 || len(n.dirs) > 1 || u.mounts.Load() != nil) {
+		if n.isDir() && (n.layer != 0 || len(n.dirs) > 1 || u.upper == nil || u.mounts.Load() != nil) {
 			return &dir{u: u, n: n, name: name, appending: flag&os.O_APPEND != 0}, nil
 		}
 		if n.layer == 0 && u.upper != nil {
 			f, err := u.upper.OpenFile(n.path, flag, 0)
 			if err != nil {
 				return nil, layer.PathError("open", name, bare(err))
+			}
+			if n.isDir() {
+				// The upper's own listing holds whiteouts and opaque
+				// markers: the union's does not.
+				return &file{f: f, name: name, path: n.path, hideWhiteouts: true}, nil
 			}
 			return wrap(f, name, n.path), nil
 		}

@@ -49,7 +49,13 @@ func (f readOnlyFile) Write([]byte) (int, error) {
 	return 0, PathError("write", f.name, syscall.EBADF)
 }
 
-func (f readOnlyFile) WriteAt([]byte, int64) (int, error) {
+func (f readOnlyFile) WriteAt(p []byte, off int64) (int, error) {
+	switch {
+	case off < 0:
+		return 0, PathError("writeat", f.name, errors.New("negative offset"))
+	case len(p) == 0:
+		return 0, nil // as os: no system call, so no EBADF
+	}
 	return 0, PathError("write", f.name, syscall.EBADF)
 }
 
