@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/packfs/packfs"
+	"github.com/packfs/packfs/aferoadapter"
+	"github.com/packfs/packfs/layer/mem"
 	"github.com/spf13/afero"
 )
 
@@ -41,7 +44,7 @@ func TestDifferential(t *testing.T) {
 	diverged := 0
 	for i := range n {
 		seed := first + uint64(i)
-		if msg := runDiff(t, seed, *flagSeed != 0); msg != "" {
+		if msg := runDiff(t, seed, *flagSeed != 0, false); msg != "" {
 			diverged++
 			if diverged <= 3 {
 				t.Errorf("seed %d diverges:\n%s", seed, msg)
@@ -321,15 +324,78 @@ func (s *side) apply(c call, adapter bool) (out string, pathErr string) {
 	return "unknown op", ""
 }
 
-// runDiff runs the sequence of seed and returns the first divergence.
-func runDiff(t *testing.T, seed uint64, verbose bool) string {
+// TestDifferentialUnion is TestDifferential over a union (mem over a
+// snapshot) whose state moves down into a new lower layer at random points
+// of each sequence, with every handle closed on both sides first: later
+// calls then act on lower files and directories, through copy-up,
+// whiteouts, opaque directories and merged listings.
+func TestDifferentialUnion(t *testing.T) {
+	n := seeds(100, 400)
+	if raceEnabled {
+		n = seeds(50, 150) // each union call is several layer calls
+	}
+	if *flagSeqs > 0 {
+		n = *flagSeqs
+	}
+	first := uint64(time.Now().UnixNano() % 1e6)
+	if *flagSeed != 0 {
+		first, n = *flagSeed, 1
+	}
+	t.Logf("seeds %d to %d (replay one with -run TestDifferentialUnion -aferoadapter.seed=N -v)", first, first+uint64(n)-1)
+	before := diffSettles
+	diverged := 0
+	for i := range n {
+		seed := first + uint64(i)
+		if msg := runDiff(t, seed, *flagSeed != 0, true); msg != "" {
+			diverged++
+			if diverged <= 3 {
+				t.Errorf("seed %d diverges:\n%s", seed, msg)
+			}
+		}
+	}
+	if diverged > 0 {
+		t.Errorf("%d of %d sequences diverge from the OS", diverged, n)
+	}
+	t.Logf("%d settles", diffSettles-before)
+	if diffSettles == before {
+		t.Error("the union never settled")
+	}
+}
+
+// diffSettles counts the times runDiff moved a union's state down.
+var diffSettles int
+
+// runDiff runs the sequence of seed and returns the first divergence. With
+// union, the adapter side is a union that settles at random points.
+func runDiff(t *testing.T, seed uint64, verbose, union bool) string {
 	g := &diffGen{r: rand.New(rand.NewPCG(seed, 0x5eed))}
+	settles := rand.New(rand.NewPCG(seed, 0x5e771e)) // leaves g's calls alone
 	host := &side{fs: osFs(t)}
 	back := &side{fs: adapterFs(t)}
+	var u *packfs.FS
+	if union {
+		u = packfs.New(mem.New(), mem.New().Snapshot())
+		back.fs = aferoadapter.New(u)
+	}
 	defer host.close()
 	defer back.close()
 	var log []string
 	for i := range diffOps {
+		if union && i > 0 && settles.IntN(6) == 0 {
+			host.close()
+			back.close()
+			host.files, back.files = [3]afero.File{}, [3]afero.File{}
+			var err error
+			if u, err = settle(u); err != nil {
+				t.Fatal(err)
+			}
+			back.fs = aferoadapter.New(u)
+			diffSettles++
+			log = append(log, fmt.Sprintf("%d settle (handles closed)", i))
+			if verbose {
+				t.Log(log[len(log)-1])
+			}
+		}
 		c := g.call()
 		if c.op == "Remove" || c.op == "RemoveAll" || c.op == "Rename" {
 			// The OS side is a real directory: removing or renaming
@@ -349,8 +415,10 @@ func runDiff(t *testing.T, seed uint64, verbose bool) string {
 			return fmt.Sprintf("%s\n  adapter: %s %s", strings.Join(log, "\n"), backOut, perr)
 		}
 		if i%10 == 9 || i == diffOps-1 {
-			if h, b := tree(t, host.fs), tree(t, back.fs); !slices.Equal(h, b) {
-				return fmt.Sprintf("%s\n  trees differ:\n  OS:      %q\n  adapter: %q", strings.Join(log, "\n"), h, b)
+			h := tree(t, host.fs)
+			b, err := treeOf(back.fs)
+			if err != nil || !slices.Equal(h, b) {
+				return fmt.Sprintf("%s\n  trees differ:\n  OS:      %q\n  adapter: %q %v", strings.Join(log, "\n"), h, b, err)
 			}
 		}
 	}

@@ -65,6 +65,5 @@
 // afero backend does: a BasePathFs rewrites symlink targets into absolute
 // host paths (and refuses targets that start with ".."), and a MemMapFs
 // keeps every divergence listed above and panics when a directory is
-// renamed into its own subtree. The union of layers (packfs.FS) is not
-// yet tested through the adapter.
+// renamed into its own subtree.
 package aferoadapter

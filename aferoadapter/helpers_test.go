@@ -8,6 +8,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/aferoadapter"
 	"github.com/packfs/packfs/conformance"
 	"github.com/packfs/packfs/layer/mem"
@@ -171,3 +172,41 @@ func TestNoPanics(t *testing.T) {
 }
 
 var zeroTime = time.Time{}
+
+// unionFs returns the adapter over a union of a fresh mem upper over a
+// lower holding what setup made (through the adapter over a mem layer,
+// then snapshotted). A nil setup leaves the lower empty.
+func unionFs(t testing.TB, setup func(afero.Fs)) afero.Fs {
+	t.Helper()
+	lower := mem.New()
+	if setup != nil {
+		setup(aferoadapter.New(lower))
+	}
+	u, err := settle(packfs.New(lower))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return aferoadapter.New(u)
+}
+
+// settle returns a union of a fresh mem upper over u's snapshot, with the
+// root's mode and modification time carried up, as they were: u's state
+// moves into a lower layer.
+func settle(u *packfs.FS) (*packfs.FS, error) {
+	snap, err := u.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	root, err := snap.Stat(".")
+	if err != nil {
+		return nil, err
+	}
+	upper := mem.New()
+	if err := upper.Chmod(".", root.Mode()); err != nil {
+		return nil, err
+	}
+	if err := upper.Chtimes(".", time.Time{}, root.ModTime()); err != nil {
+		return nil, err
+	}
+	return packfs.New(upper, snap), nil
+}

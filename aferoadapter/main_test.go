@@ -90,35 +90,33 @@ func errOp(err error) string {
 	return ""
 }
 
-// tree returns every entry below the root of fsys, one line each: path,
+// treeOf returns every entry below the root of fsys, one line each: path,
 // mode, and content or symlink target.
-func tree(t testing.TB, fsys afero.Fs) []string {
-	t.Helper()
-	var out []string
+func treeOf(fsys afero.Fs) (out []string, err error) {
 	var walk func(dir string)
 	walk = func(dir string) {
 		f, err := fsys.Open(dir)
 		if err != nil {
-			t.Fatalf("tree: %v", err)
+			panic(treeErr{err})
 		}
 		names, err := f.Readdirnames(-1)
 		f.Close()
 		if err != nil {
-			t.Fatalf("tree: %v", err)
+			panic(treeErr{err})
 		}
 		slices.Sort(names)
 		for _, n := range names {
 			p := strings.TrimSuffix(dir, "/") + "/" + n
 			fi, _, err := fsys.(afero.Lstater).LstatIfPossible(p)
 			if err != nil {
-				t.Fatalf("tree: %v", err)
+				panic(treeErr{err})
 			}
 			line := p + " " + fi.Mode().String()
 			switch {
 			case fi.Mode()&fs.ModeSymlink != 0:
 				target, err := fsys.(afero.LinkReader).ReadlinkIfPossible(p)
 				if err != nil {
-					t.Fatalf("tree: %v", err)
+					panic(treeErr{err})
 				}
 				line += " -> " + target
 			case fi.IsDir():
@@ -128,14 +126,36 @@ func tree(t testing.TB, fsys afero.Fs) []string {
 			default:
 				data, err := afero.ReadFile(fsys, p)
 				if err != nil {
-					t.Fatalf("tree: %v", err)
+					panic(treeErr{err})
 				}
 				line += " " + strings.ToValidUTF8(string(data[:min(len(data), 64)]), "?")
 			}
 			out = append(out, line)
 		}
 	}
+	defer func() {
+		switch e := recover().(type) {
+		case nil:
+		case treeErr:
+			out, err = nil, e.err
+		default:
+			panic(e)
+		}
+	}()
 	walk("/")
+	return out, nil
+}
+
+// treeErr carries treeOf's first error out of its walk.
+type treeErr struct{ err error }
+
+// tree is treeOf, failing t on an error.
+func tree(t testing.TB, fsys afero.Fs) []string {
+	t.Helper()
+	out, err := treeOf(fsys)
+	if err != nil {
+		t.Fatalf("tree: %v", err)
+	}
 	return out
 }
 

@@ -123,6 +123,10 @@ var scenarios = []struct {
 		out = append(out, "OpenFile "+class(err))
 		_, err = fsys.OpenFile("/f", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o640)
 		out = append(out, "OpenFile excl again "+class(err))
+		if f == nil { // the second run over a lower holding /f
+			f, err = fsys.OpenFile("/f", os.O_RDWR, 0)
+			out = append(out, "OpenFile existing "+class(err))
+		}
 		f.WriteString("0123456789")
 		f.Seek(2, io.SeekStart)
 		buf := make([]byte, 3)
@@ -229,18 +233,37 @@ var scenarios = []struct {
 	}},
 }
 
-// TestScenarios runs every scenario on the OS and on the adapter.
+// TestScenarios runs every scenario on the OS and on the adapter: over
+// mem.New(), over an empty union, and over a union whose lower already
+// holds what the scenario makes (it ran once on a mem layer, snapshotted
+// below a fresh upper; the OS side runs it twice), so that the second run
+// acts on lower files: copy-up, whiteouts, opaque directories.
 func TestScenarios(t *testing.T) {
 	for _, s := range scenarios {
-		t.Run(s.name, func(t *testing.T) {
-			host, back := osFs(t), adapterFs(t)
-			want, got := s.run(host), s.run(back)
-			if !slices.Equal(want, got) {
-				t.Errorf("results differ\nOS:      %q\nadapter: %q", want, got)
-			}
-			if h, b := tree(t, host), tree(t, back); !slices.Equal(h, b) {
-				t.Errorf("trees differ\nOS:      %q\nadapter: %q", h, b)
-			}
-		})
+		for _, b := range []struct {
+			name  string
+			make  func(t *testing.T) afero.Fs
+			setup bool
+		}{
+			{"mem", func(t *testing.T) afero.Fs { return adapterFs(t) }, false},
+			{"union", func(t *testing.T) afero.Fs { return unionFs(t, nil) }, false},
+			{"union-lower", func(t *testing.T) afero.Fs {
+				return unionFs(t, func(fsys afero.Fs) { s.run(fsys) })
+			}, true},
+		} {
+			t.Run(s.name+"/"+b.name, func(t *testing.T) {
+				host, back := osFs(t), b.make(t)
+				if b.setup {
+					s.run(host)
+				}
+				want, got := s.run(host), s.run(back)
+				if !slices.Equal(want, got) {
+					t.Errorf("results differ\nOS:      %q\nadapter: %q", want, got)
+				}
+				if h, b := tree(t, host), tree(t, back); !slices.Equal(h, b) {
+					t.Errorf("trees differ\nOS:      %q\nadapter: %q", h, b)
+				}
+			})
+		}
 	}
 }
