@@ -254,15 +254,7 @@ func (u *FS) Create(name string) (layer.File, error) {
 
 // WriteFile writes data to name, creating it with perm or truncating it.
 func (u *FS) WriteFile(name string, data []byte, perm fs.FileMode) error {
-	f, err := u.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return layer.WriteFileByOpenFile(u, name, data, perm)
 }
 
 // Mkdir creates the directory name. Made where a lower layer's entry was

@@ -166,15 +166,7 @@ func readAll(f *file) ([]byte, error) {
 }
 
 func (f *FS) WriteFile(name string, data []byte, perm fs.FileMode) error {
-	file, err := f.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
-	if err != nil {
-		return err
-	}
-	_, err = file.Write(data)
-	if cerr := file.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return layer.WriteFileByOpenFile(f, name, data, perm)
 }
 
 // ReadDir returns the entries of the directory name sorted by name, as

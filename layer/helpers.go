@@ -208,6 +208,13 @@ func WriteFile(fsys fs.FS, name string, data []byte, perm fs.FileMode) error {
 	if f, ok := fsys.(WriteFileFS); ok {
 		return f.WriteFile(name, data, perm)
 	}
+	return WriteFileByOpenFile(fsys, name, data, perm)
+}
+
+// WriteFileByOpenFile writes data to name through [OpenFile], Write and
+// Close, as [os.WriteFile] does: the WriteFile of a layer that has no
+// better way, and WriteFile's fallback.
+func WriteFileByOpenFile(fsys fs.FS, name string, data []byte, perm fs.FileMode) error {
 	f, err := OpenFile(fsys, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
 	if err != nil {
 		return err

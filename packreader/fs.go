@@ -82,14 +82,11 @@ func (r *Reader) ReadFile(name string) ([]byte, error) {
 		return nil, err
 	}
 	defer r.mu.RUnlock()
-	_, rc, err := r.walk(name, true)
+	rc, empty, err := r.fileRecord(name)
 	if err != nil {
-		return nil, pathErr("open", name, err)
+		return nil, err
 	}
-	if rc.Type == packformat.TypeDir {
-		return nil, pathErr("read", name, syscall.EISDIR)
-	}
-	if rc.Type != packformat.TypeFile {
+	if empty {
 		return []byte{}, nil
 	}
 	b := make([]byte, rc.Size)
@@ -100,6 +97,20 @@ func (r *Reader) ReadFile(name string) ([]byte, error) {
 		return nil, pathErr("read", name, err)
 	}
 	return b, nil
+}
+
+// fileRecord resolves name for reading its content: the record, or empty
+// when it is not a regular file and reads as nothing. The caller holds
+// r.mu.
+func (r *Reader) fileRecord(name string) (rc packformat.Record, empty bool, err error) {
+	_, rc, err = r.walk(name, true)
+	switch {
+	case err != nil:
+		return rc, false, pathErr("open", name, err)
+	case rc.Type == packformat.TypeDir:
+		return rc, false, pathErr("read", name, syscall.EISDIR)
+	}
+	return rc, rc.Type != packformat.TypeFile, nil
 }
 
 // Bytes returns the named file's content without copying, after checking
@@ -115,14 +126,11 @@ func (r *Reader) Bytes(name string) ([]byte, error) {
 		return nil, err
 	}
 	defer r.mu.RUnlock()
-	_, rc, err := r.walk(name, true)
+	rc, empty, err := r.fileRecord(name)
 	if err != nil {
-		return nil, pathErr("open", name, err)
+		return nil, err
 	}
-	if rc.Type == packformat.TypeDir {
-		return nil, pathErr("read", name, syscall.EISDIR)
-	}
-	if rc.Type != packformat.TypeFile {
+	if empty {
 		return []byte{}, nil
 	}
 	b := r.mapped[rc.Off : rc.Off+rc.Size : rc.Off+rc.Size]
