@@ -25,8 +25,14 @@ var (
 )
 
 // New returns an empty in-memory layer whose root directory has mode 0755.
-func New() *FS {
-	f := &FS{rootIno: &inode{}, now: time.Now}
+func New() *FS { return NewWithClock(time.Now) }
+
+// NewWithClock returns an empty in-memory layer that takes every
+// modification time it records from now. A store that replays a log of
+// changes sets the clock to each change's recorded time, so that the
+// replayed tree matches the original to the nanosecond.
+func NewWithClock(now func() time.Time) *FS {
+	f := &FS{rootIno: &inode{}, now: now}
 	e := &entry{ino: f.rootIno}
 	e.st.Store(&state{mode: fs.ModeDir | 0o755, mtime: f.now().UnixNano(), kids: emptyDir})
 	f.rootIno.cur.Store(e)

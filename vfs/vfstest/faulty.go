@@ -1,0 +1,157 @@
+package vfstest
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"sync"
+	"syscall"
+
+	"github.com/packfs/packfs/vfs"
+)
+
+// ErrInjected is the error Faulty gives; it wraps syscall.EIO.
+var ErrInjected = &injected{}
+
+type injected struct{}
+
+func (*injected) Error() string        { return "vfstest: injected I/O error" }
+func (*injected) Unwrap() error        { return syscall.EIO }
+func (*injected) Is(target error) bool { return target == syscall.EIO }
+
+// Faulty wraps an FS and makes exactly one operation fail: the one whose
+// number, counting from 0 across the FS and the files it opened, is
+// FailAt. The failing operation has no effect. Closing a file is counted
+// and can fail too, after releasing the file.
+type Faulty struct {
+	FS     vfs.FS
+	FailAt int
+
+	mu sync.Mutex
+	n  int
+}
+
+var _ vfs.FS = (*Faulty)(nil)
+
+// NewFaulty returns fsys with operation failAt failing.
+func NewFaulty(fsys vfs.FS, failAt int) *Faulty { return &Faulty{FS: fsys, FailAt: failAt} }
+
+// Count returns how many operations have been attempted.
+func (f *Faulty) Count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n
+}
+
+// Failed reports whether the failing operation has been reached.
+func (f *Faulty) Failed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n > f.FailAt
+}
+
+func (f *Faulty) fail(op, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := f.n
+	f.n++
+	if n == f.FailAt {
+		return &fs.PathError{Op: op, Path: name, Err: ErrInjected}
+	}
+	return nil
+}
+
+func (f *Faulty) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
+	if err := f.fail("open", name); err != nil {
+		return nil, err
+	}
+	file, err := f.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &faultyFile{File: file, f: f, name: name}, nil
+}
+
+func (f *Faulty) Rename(oldname, newname string) error {
+	if err := f.fail("rename", oldname); err != nil {
+		return err
+	}
+	return f.FS.Rename(oldname, newname)
+}
+
+func (f *Faulty) Remove(name string) error {
+	if err := f.fail("remove", name); err != nil {
+		return err
+	}
+	return f.FS.Remove(name)
+}
+
+func (f *Faulty) ReadDir() ([]string, error) {
+	if err := f.fail("readdir", "."); err != nil {
+		return nil, err
+	}
+	return f.FS.ReadDir()
+}
+
+func (f *Faulty) SyncDir() error {
+	if err := f.fail("syncdir", "."); err != nil {
+		return err
+	}
+	return f.FS.SyncDir()
+}
+
+func (f *Faulty) Lock(name string) (io.Closer, error) {
+	if err := f.fail("lock", name); err != nil {
+		return nil, err
+	}
+	return f.FS.Lock(name)
+}
+
+type faultyFile struct {
+	vfs.File
+	f    *Faulty
+	name string
+}
+
+func (ff *faultyFile) Write(p []byte) (int, error) {
+	if err := ff.f.fail("write", ff.name); err != nil {
+		return 0, err
+	}
+	return ff.File.Write(p)
+}
+
+func (ff *faultyFile) ReadAt(p []byte, off int64) (int, error) {
+	if err := ff.f.fail("read", ff.name); err != nil {
+		return 0, err
+	}
+	return ff.File.ReadAt(p, off)
+}
+
+func (ff *faultyFile) Sync() error {
+	if err := ff.f.fail("sync", ff.name); err != nil {
+		return err
+	}
+	return ff.File.Sync()
+}
+
+func (ff *faultyFile) Truncate(size int64) error {
+	if err := ff.f.fail("truncate", ff.name); err != nil {
+		return err
+	}
+	return ff.File.Truncate(size)
+}
+
+func (ff *faultyFile) Size() (int64, error) {
+	if err := ff.f.fail("stat", ff.name); err != nil {
+		return 0, err
+	}
+	return ff.File.Size()
+}
+
+func (ff *faultyFile) Close() error {
+	err := ff.File.Close()
+	if ferr := ff.f.fail("close", ff.name); ferr != nil {
+		return errors.Join(ferr, err)
+	}
+	return err
+}

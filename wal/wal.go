@@ -1,0 +1,532 @@
+package wal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/packfs/packfs/vfs"
+)
+
+// ErrCorrupt is wrapped by the error Open gives for damage that a torn
+// write cannot explain: a bad record before one that was written after it
+// had been made durable, a bad record in a segment that a later one
+// follows, a missing segment.
+var ErrCorrupt = errors.New("wal: corrupt log")
+
+// ErrClosed is what an Append or Sync on a closed Log gives.
+var ErrClosed = errors.New("wal: log closed")
+
+// LSN is a position in the log: a segment id in the high 24 bits, a byte
+// offset in the segment in the low 40. Later positions compare greater.
+type LSN uint64
+
+const offsetBits = 40
+
+func lsn(id uint64, off int64) LSN { return LSN(id<<offsetBits | uint64(off)) }
+
+// Segment returns the id of the segment the position is in.
+func (p LSN) Segment() uint64 { return uint64(p) >> offsetBits }
+
+// Options configures Open.
+type Options struct {
+	// First is the id of the first segment to replay; older segments are
+	// left over from a checkpoint and are removed.
+	First uint64
+	// ReadOnly replays without changing anything: a torn tail is left in
+	// place, and Append fails.
+	ReadOnly bool
+	// BufferSize is how many bytes Append gathers before writing them to
+	// the file without a sync. The default is 1 MiB.
+	BufferSize int
+}
+
+// Log is an open write-ahead log: a sequence of segment files in a
+// vfs.FS. Appends gather in memory; Sync writes them and makes them
+// durable with one fdatasync shared by every committer waiting at that
+// moment. Its methods are safe for concurrent use.
+type Log struct {
+	fsys     vfs.FS
+	readOnly bool
+	bufSize  int
+
+	// mu guards the fields below it: the segment being appended, the
+	// bytes not yet written to it, and the sticky error.
+	mu      sync.Mutex
+	seg     vfs.File
+	id      uint64
+	written int64  // bytes of the segment handed to the file
+	durable int64  // bytes of the segment known durable
+	buf     []byte // bytes after written
+	err     error  // sticky: a write or sync failed
+	closed  bool
+	segs    []uint64 // the live segments, oldest first
+	size    int64    // bytes in the live segments, buffered included
+
+	// flushMu admits one writer of the segment file at a time: the group
+	// commit leader.
+	flushMu sync.Mutex
+	synced  atomic.Uint64 // an LSN: everything before it is durable
+}
+
+// Open replays the log in fsys and opens it for appending. apply gets
+// each committed unit in order: an entry appended alone, or the entries
+// of one transaction together. A torn tail (a record a crash cut short,
+// or a transaction without its commit) ends the replay and is truncated
+// away. An error from apply stops Open and is returned.
+func Open(fsys vfs.FS, opts Options, apply func(entries [][]byte) error) (*Log, error) {
+	l := &Log{fsys: fsys, readOnly: opts.ReadOnly, bufSize: opts.BufferSize}
+	if l.bufSize <= 0 {
+		l.bufSize = 1 << 20
+	}
+	names, err := fsys.ReadDir()
+	if err != nil {
+		return nil, err
+	}
+	var ids []uint64
+	for _, n := range names {
+		id, ok := parseSegmentName(n)
+		switch {
+		case !ok:
+		case id < opts.First:
+			if !l.readOnly {
+				if err := fsys.Remove(n); err != nil {
+					return nil, err
+				}
+			}
+		default:
+			ids = append(ids, id)
+		}
+	}
+	for i, id := range ids {
+		if id != opts.First+uint64(i) {
+			return nil, fmt.Errorf("%w: segment %d missing", ErrCorrupt, opts.First+uint64(i))
+		}
+	}
+	for i, id := range ids {
+		last := i == len(ids)-1
+		end, err := l.replaySegment(id, last, apply)
+		if err != nil {
+			return nil, err
+		}
+		l.segs = append(l.segs, id)
+		l.size += end
+		if last {
+			l.id, l.written, l.durable = id, end, end
+		}
+	}
+	if len(ids) == 0 {
+		l.id = opts.First
+		if !l.readOnly {
+			if err := l.create(l.id); err != nil {
+				return nil, err
+			}
+		}
+		l.segs = append(l.segs, l.id)
+		l.size = segHeaderSize
+		l.written, l.durable = segHeaderSize, segHeaderSize
+	} else if !l.readOnly {
+		if l.seg, err = fsys.OpenFile(segmentName(l.id), os.O_WRONLY|os.O_APPEND, 0); err != nil {
+			return nil, err
+		}
+	}
+	l.synced.Store(uint64(lsn(l.id, l.written)))
+	return l, nil
+}
+
+// readAll reads a whole file.
+func readAll(fsys vfs.FS, name string) ([]byte, error) {
+	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, size)
+	n, err := f.ReadAt(b, 0)
+	if n == len(b) {
+		err = nil
+	}
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return b[:n], err
+}
+
+// replaySegment replays segment id and returns where its valid records
+// end, having truncated a torn tail if the segment is the last.
+func (l *Log) replaySegment(id uint64, last bool, apply func([][]byte) error) (int64, error) {
+	name := segmentName(id)
+	b, err := readAll(l.fsys, name)
+	if err != nil {
+		return 0, err
+	}
+	if err := checkSegmentHeader(b, id); err != nil {
+		// A crash while the segment was being created leaves its header
+		// short or zero; the segment was never used, so it starts again.
+		if last && torn(b, 0) {
+			if !l.readOnly {
+				if err := l.recreate(id); err != nil {
+					return 0, err
+				}
+			}
+			return segHeaderSize, nil
+		}
+		return 0, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
+	}
+	off := segHeaderSize
+	good := off // the end of the last committed unit
+	var tx [][]byte
+	var txStart, txCount int
+	inTx := false
+	for off < len(b) {
+		r, perr := parseRecord(b[off:])
+		if perr == nil {
+			switch {
+			case r.typ == recBegin && !inTx:
+				inTx, txStart, tx = true, off, tx[:0]
+				txCount = int(binary.LittleEndian.Uint32(r.payload))
+			case r.typ == recTx && inTx:
+				tx = append(tx, r.payload)
+			case r.typ == recCommit && inTx:
+				if int(binary.LittleEndian.Uint32(r.payload)) != txCount || len(tx) != txCount {
+					perr = fmt.Errorf("transaction of %d entries commits %d", len(tx), txCount)
+					break
+				}
+				if err := apply(tx); err != nil {
+					return 0, fmt.Errorf("wal: %s at %d: %w", name, txStart, err)
+				}
+				inTx = false
+				good = off + r.size
+			case r.typ == recEntry && !inTx:
+				if err := apply([][]byte{r.payload}); err != nil {
+					return 0, fmt.Errorf("wal: %s at %d: %w", name, off, err)
+				}
+				good = off + r.size
+			default:
+				perr = fmt.Errorf("record of type %d out of place", r.typ)
+			}
+		}
+		if perr != nil {
+			if !last || !torn(b, off) {
+				return 0, fmt.Errorf("%w: %s at %d: %v", ErrCorrupt, name, off, perr)
+			}
+			break
+		}
+		off += r.size
+	}
+	if good < len(b) && !l.readOnly {
+		// The tail holds a torn record or an uncommitted transaction.
+		if err := l.truncate(name, int64(good)); err != nil {
+			return 0, err
+		}
+	}
+	return int64(good), nil
+}
+
+// torn reports whether bad bytes at off in a last segment can be a torn
+// tail: no valid record after them claims that off had been made durable.
+// A crash may leave any part of what was not yet synced, so valid records
+// may follow; but every record carries the durable offset when it was
+// made, and one that claims more than off proves the damage hit durable
+// bytes.
+func torn(b []byte, off int) bool {
+	for i := off + 1; i+recHeaderSize <= len(b); i++ {
+		if binary.LittleEndian.Uint32(b[i:]) != recMagic {
+			continue
+		}
+		if r, err := parseRecord(b[i:]); err == nil && r.synced > int64(off) {
+			return false
+		}
+	}
+	return true
+}
+
+func (l *Log) truncate(name string, size int64) error {
+	f, err := l.fsys.OpenFile(name, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// create makes segment id durable with its header, and makes it the
+// segment appended to.
+func (l *Log) create(id uint64) error {
+	f, err := l.fsys.OpenFile(segmentName(id), os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	return l.start(f, id)
+}
+
+// recreate writes segment id's header over a torn one.
+func (l *Log) recreate(id uint64) error {
+	f, err := l.fsys.OpenFile(segmentName(id), os.O_WRONLY|os.O_APPEND|os.O_TRUNC, 0)
+	if err != nil {
+		return err
+	}
+	return l.start(f, id)
+}
+
+// start writes segment id's header to f, makes it and its name durable,
+// and makes f the segment appended to.
+func (l *Log) start(f vfs.File, id uint64) error {
+	_, err := f.Write(segmentHeader(id))
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = l.fsys.SyncDir()
+	}
+	if err != nil {
+		f.Close()
+		return err
+	}
+	l.seg = f
+	return nil
+}
+
+// Append adds entries to the log as one committed unit: one entry alone,
+// or several as a transaction that replay gives whole or not at all. It
+// returns the position after the unit, for Sync. The entries are copied.
+func (l *Log) Append(entries ...[]byte) (LSN, error) {
+	if len(entries) == 0 {
+		return l.End(), nil
+	}
+	for _, e := range entries {
+		if len(e) > MaxEntry {
+			return 0, fmt.Errorf("wal: entry of %d bytes, the most is %d", len(e), MaxEntry)
+		}
+	}
+	l.mu.Lock()
+	if err := l.usable(); err != nil {
+		l.mu.Unlock()
+		return 0, err
+	}
+	n := len(l.buf)
+	if len(entries) == 1 {
+		l.buf = appendRecord(l.buf, recEntry, l.durable, entries[0])
+	} else {
+		var count [4]byte
+		binary.LittleEndian.PutUint32(count[:], uint32(len(entries)))
+		l.buf = appendRecord(l.buf, recBegin, l.durable, count[:])
+		for _, e := range entries {
+			l.buf = appendRecord(l.buf, recTx, l.durable, e)
+		}
+		l.buf = appendRecord(l.buf, recCommit, l.durable, count[:])
+	}
+	l.size += int64(len(l.buf) - n)
+	end := lsn(l.id, l.written+int64(len(l.buf)))
+	full := len(l.buf) >= l.bufSize
+	l.mu.Unlock()
+	if full {
+		if err := l.flush(0); err != nil {
+			return 0, err
+		}
+	}
+	return end, nil
+}
+
+func (l *Log) usable() error {
+	switch {
+	case l.closed:
+		return ErrClosed
+	case l.err != nil:
+		return l.err
+	case l.readOnly:
+		return fmt.Errorf("wal: %w: opened read-only", os.ErrPermission)
+	}
+	return nil
+}
+
+// End returns the position after the last append.
+func (l *Log) End() LSN {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return lsn(l.id, l.written+int64(len(l.buf)))
+}
+
+// Size returns the bytes in the log's live segments.
+func (l *Log) Size() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.size
+}
+
+// Sync makes everything before p durable. Committers that call Sync at
+// the same time share one write and one fdatasync: whoever gets the file
+// first writes what every one of them appended.
+//
+// A failed write or sync is sticky: this and every later Append and Sync
+// fail, and the sync is never retried, because after a failed fsync the
+// kernel may have dropped the dirty pages and a retry would report
+// success for data that is gone. Reopen the log to go on.
+func (l *Log) Sync(p LSN) error {
+	if LSN(l.synced.Load()) >= p {
+		return l.stickyErr()
+	}
+	for LSN(l.synced.Load()) < p {
+		if err := l.flush(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SyncAll makes every append so far durable.
+func (l *Log) SyncAll() error { return l.Sync(l.End()) }
+
+func (l *Log) stickyErr() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// flush writes the buffered bytes to the segment and, unless upTo is 0,
+// syncs it; a flush waiting its turn that finds upTo already durable has
+// been served by the leader before it, and returns.
+func (l *Log) flush(upTo LSN) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	sync := upTo != 0
+	if sync && LSN(l.synced.Load()) >= upTo {
+		return l.stickyErr()
+	}
+	l.mu.Lock()
+	if err := l.usable(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	data := l.buf
+	l.buf = nil
+	seg, id, at := l.seg, l.id, l.written
+	l.written += int64(len(data))
+	l.mu.Unlock()
+
+	var err error
+	if len(data) > 0 {
+		_, err = seg.Write(data)
+	}
+	if err == nil && sync {
+		err = seg.Sync()
+	}
+	if err != nil {
+		l.mu.Lock()
+		l.err = fmt.Errorf("wal: %s: %w", segmentName(id), err)
+		err = l.err
+		l.mu.Unlock()
+		return err
+	}
+	if sync {
+		l.mu.Lock()
+		if l.id == id {
+			l.durable = at + int64(len(data))
+		}
+		l.mu.Unlock()
+		l.synced.Store(uint64(lsn(id, at+int64(len(data)))))
+	}
+	return nil
+}
+
+// Rotate makes everything appended so far durable and starts a new
+// segment; later appends go to it. It returns the new segment's id, from
+// which a replay after a checkpoint of everything before it starts.
+func (l *Log) Rotate() (uint64, error) {
+	if err := l.SyncAll(); err != nil {
+		return 0, err
+	}
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usable(); err != nil {
+		return 0, err
+	}
+	if len(l.buf) > 0 {
+		// Appended after the sync above: keep it in the old segment, so
+		// that the new one starts with the state a checkpoint covers.
+		return 0, errors.New("wal: Rotate raced with Append; the caller must hold appends")
+	}
+	old := l.seg
+	next := l.id + 1
+	f, err := l.fsys.OpenFile(segmentName(next), os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		l.err = err
+		return 0, err
+	}
+	if err := l.start(f, next); err != nil {
+		l.err = err
+		return 0, err
+	}
+	l.id = next
+	old.Close()
+	l.written, l.durable = segHeaderSize, segHeaderSize
+	l.segs = append(l.segs, next)
+	l.size += segHeaderSize
+	l.synced.Store(uint64(lsn(next, segHeaderSize)))
+	return next, nil
+}
+
+// Drop removes the segments before id, which a checkpoint has covered.
+func (l *Log) Drop(id uint64) error {
+	l.mu.Lock()
+	var drop []uint64
+	for len(l.segs) > 0 && l.segs[0] < id && l.segs[0] != l.id {
+		drop = append(drop, l.segs[0])
+		l.segs = l.segs[1:]
+	}
+	l.mu.Unlock()
+	for _, d := range drop {
+		// The size of a dropped segment is not tracked: Size after a
+		// Drop counts only what was appended since.
+		if err := l.fsys.Remove(segmentName(d)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	l.mu.Lock()
+	l.size = l.written + int64(len(l.buf))
+	l.mu.Unlock()
+	if len(drop) > 0 {
+		return l.fsys.SyncDir()
+	}
+	return nil
+}
+
+// Close makes every append durable and closes the log. A log opened
+// read-only just closes.
+func (l *Log) Close() error {
+	var err error
+	if !l.readOnly {
+		err = l.SyncAll()
+	}
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	l.closed = true
+	if l.seg != nil {
+		if cerr := l.seg.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
