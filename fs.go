@@ -35,6 +35,21 @@
 // layers; writes serialize on one mutex, since a copy-up takes several
 // steps of the upper layer.
 //
+// # Durability
+//
+// [Open] returns a [Store]: the same union kept in a directory, so that it
+// survives a crash. Every change is written ahead to a log (package wal)
+// before it is acknowledged, and replayed when the store opens. Under the
+// default policy, [SyncOnCommit], changes are durable at File.Sync,
+// [Store.Sync], the commit of a transaction ([Store.Update]) and Close;
+// [SyncAlways] makes each one durable before it returns, and committers
+// waiting at the same moment share one fdatasync. A checkpoint writes the
+// upper layer out as a delta pack and a new manifest, atomically, and
+// drops the log it covers; it runs by itself as the log grows, and
+// flattens the stack once it holds [Options.MaxPacks] packs. After a
+// crash, the store reopens to exactly the state after some prefix of its
+// changes, one that includes every acknowledged one.
+//
 // # Packages
 //
 //   - [github.com/packfs/packfs/layer]: the contract every layer meets (the
@@ -44,7 +59,10 @@
 //     with O(1) snapshots and readers that never wait on locks;
 //   - [github.com/packfs/packfs/treap]: the persistent ordered map under it;
 //   - [github.com/packfs/packfs/conformance]: the test suite every backend
-//     passes, exported for downstream backends.
+//     passes, exported for downstream backends;
+//   - [github.com/packfs/packfs/wal]: the store's write-ahead log;
+//   - [github.com/packfs/packfs/vfs]: the file-system seam the store writes
+//     through, with a crash-simulating test implementation in vfs/vfstest.
 //
 // # Caveats
 //

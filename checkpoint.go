@@ -1,0 +1,175 @@
+package packfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"slices"
+	"time"
+
+	"github.com/packfs/packfs/packwriter"
+)
+
+// Checkpoint writes the changes held in memory out as a new pack on top
+// of the store's others, makes it the store's base with a new manifest,
+// and drops the log it covers. The pack keeps the upper layer's whiteouts
+// and opaque directories, so it stacks like an image layer. Readers and
+// writers go on meanwhile; a crash at any point leaves the store as it
+// was before or as it is after.
+func (s *Store) Checkpoint() error { return s.checkpoint(false) }
+
+// Flatten is a checkpoint that writes the whole tree, every pack's
+// content included, as one pack without whiteouts, and then removes the
+// packs it replaces.
+func (s *Store) Flatten() error { return s.checkpoint(true) }
+
+// maybeCheckpoint starts a background checkpoint once the log has passed
+// the size limit.
+func (s *Store) maybeCheckpoint() {
+	if s.limit < 0 || s.log.Size() < s.limit || !s.ckAuto.CompareAndSwap(false, true) {
+		return
+	}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		defer s.ckAuto.Store(false)
+		s.wmu.Lock()
+		flatten := len(s.packs) >= s.maxPacks()
+		s.wmu.Unlock()
+		if err := s.checkpoint(flatten); err != nil && !errors.Is(err, fs.ErrClosed) {
+			err = fmt.Errorf("packfs: background checkpoint: %w", err)
+			s.bgErr.Store(&err)
+		}
+	}()
+}
+
+func (s *Store) maxPacks() int {
+	if s.opts.MaxPacks > 0 {
+		return s.opts.MaxPacks
+	}
+	return 8
+}
+
+func (s *Store) checkpoint(flatten bool) error {
+	s.ckMu.Lock()
+	defer s.ckMu.Unlock()
+
+	// 1. Under the writers' lock: start a new log segment, and take the
+	// snapshot it begins after.
+	s.wmu.Lock()
+	if err := s.usable("checkpoint", "."); err != nil {
+		s.wmu.Unlock()
+		return err
+	}
+	first, err := s.log.Rotate()
+	if err != nil {
+		s.err = err
+		s.wmu.Unlock()
+		return err
+	}
+	snap, err := s.live.Load().Snapshot()
+	if err != nil {
+		s.wmu.Unlock()
+		return err
+	}
+	root, mode := s.man.root, fs.FileMode(s.man.mode)
+	if fi, err := snap.Stat("."); err == nil {
+		root, mode = fi.ModTime().UnixNano(), fi.Mode()
+	}
+	var src fs.FS = snap.layers[0] // the upper layer: a delta
+	if flatten {
+		src = snap
+	}
+	s.tail = [][]byte{}
+	next := manifest{gen: s.man.gen + 1, wal: first, root: root, mode: uint32(mode)}
+	s.wmu.Unlock()
+
+	abandon := func(err error) error {
+		s.wmu.Lock()
+		s.tail = nil
+		s.wmu.Unlock()
+		return err
+	}
+
+	// 2. Without it: write the pack and the manifest.
+	name := packName(next.gen)
+	err = writeAtomic(s.dir, name, func(w io.Writer) error { return packwriter.Write(w, src) })
+	if err != nil {
+		return abandon(err)
+	}
+	p, err := s.openPack(name)
+	if err != nil {
+		return abandon(err)
+	}
+	next.packs = []string{name}
+	keep := []*openPack{p}
+	if !flatten {
+		next.packs = append(next.packs, s.man.packs...)
+		keep = append(keep, s.packs...)
+	}
+	if err := writeManifest(s.dir, next); err != nil {
+		// The manifest may or may not have reached the disk: the new
+		// pack must stay, and only a reopen knows which state is live.
+		p.close()
+		s.wmu.Lock()
+		s.tail = nil
+		s.err = fmt.Errorf("packfs: checkpoint: %w", err)
+		s.wmu.Unlock()
+		return s.err
+	}
+
+	// 3. Under the writers' lock again: a fresh upper layer over the new
+	// packs, with the changes made since step 1 applied to it.
+	s.wmu.Lock()
+	old := s.packs
+	s.man, s.packs = next, keep
+	u := s.union(root, mode)
+	var rerr error
+	for _, e := range s.tail {
+		o, err := decodeOp(e)
+		if err == nil {
+			s.now = time.Unix(0, o.time)
+			err = apply(u, o)
+		}
+		if err != nil && rerr == nil {
+			rerr = err
+		}
+	}
+	s.tail = nil
+	if rerr != nil {
+		s.err = fmt.Errorf("packfs: checkpoint: a change does not apply over the new pack: %w", rerr)
+		s.wmu.Unlock()
+		return s.err
+	}
+	s.live.Store(u)
+	for h := range s.handles {
+		h.moveTo(u)
+	}
+	var drop []*openPack
+	if flatten {
+		drop = old
+		for _, p := range s.retired[0] {
+			p.close()
+		}
+		s.retired = [2][]*openPack{s.retired[1], old} // snapshots may still read them
+	}
+	s.wmu.Unlock()
+
+	// 4. Drop what the new manifest no longer needs.
+	err = s.log.Drop(first)
+	removed := false
+	for _, p := range drop {
+		if !slices.Contains(next.packs, p.name) {
+			if rerr := s.dir.Remove(p.name); rerr == nil {
+				removed = true
+			}
+		}
+	}
+	if removed {
+		if serr := s.dir.SyncDir(); err == nil {
+			err = serr
+		}
+	}
+	return err
+}

@@ -1,0 +1,518 @@
+package packfs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/packfs/packfs/layer"
+	"github.com/packfs/packfs/layer/mem"
+	"github.com/packfs/packfs/packreader"
+	"github.com/packfs/packfs/vfs"
+	"github.com/packfs/packfs/wal"
+)
+
+// SyncPolicy says when the durable store's changes reach the disk.
+type SyncPolicy int
+
+const (
+	// SyncOnCommit makes changes durable at File.Sync, Store.Sync, the
+	// commit of an Update, and Close, as a POSIX file system does. It is
+	// the default.
+	SyncOnCommit SyncPolicy = iota
+	// SyncAlways makes every change durable before it returns. Changes
+	// made at the same moment by several goroutines share one fdatasync.
+	SyncAlways
+	// SyncNone never waits for the disk: for caches, which can lose
+	// their latest changes in a crash. Close still writes them out.
+	SyncNone
+)
+
+// Options configures Open. The zero Options is the default.
+type Options struct {
+	// Sync is when changes become durable.
+	Sync SyncPolicy
+	// CheckpointBytes is the log size past which a checkpoint starts by
+	// itself, in the background. 0 means 64 MiB; a negative value turns
+	// automatic checkpoints off.
+	CheckpointBytes int64
+	// MaxPacks is how many packs an automatic checkpoint lets the store
+	// stack up before it flattens them into one. 0 means 8.
+	MaxPacks int
+	// ReadOnly opens the store for reading only, beside a process that
+	// may have it open for writing: the log is replayed but not changed,
+	// and every change fails with EROFS.
+	ReadOnly bool
+	// FS is the directory the store keeps its files in. nil means the
+	// host directory given to Open, created if missing. Packs are mapped
+	// when FS has a method Path(name string) string giving a host path
+	// (as vfs.Dir does), and otherwise read into memory.
+	FS vfs.FS
+}
+
+// ErrCorrupt is wrapped by the error Open gives when the store's files
+// are damaged in a way no crash explains. The log's own damage wraps
+// wal.ErrCorrupt, and a pack's packreader.ErrCorrupt.
+var ErrCorrupt = errors.New("packfs: corrupt store")
+
+// Store is a durable PackFS tree: a union of an in-memory upper layer over
+// packs, whose every change is written ahead to a log. Open rebuilds it
+// from its directory: the packs the manifest lists, then the log replayed
+// over them. A checkpoint writes the upper layer out as a new pack and
+// drops the log it covers.
+//
+// A Store has the methods of a writable layer, and is safe for concurrent
+// use: changes are serialized, reads never wait for them.
+type Store struct {
+	dir   vfs.FS
+	opts  Options
+	lock  io.Closer
+	limit int64 // CheckpointBytes resolved
+
+	// wmu serializes changes, so that the log's order is the order in
+	// which they were made, and guards the fields below it.
+	wmu   sync.Mutex
+	now   time.Time // the upper layer's clock: a change's recorded time
+	log   *wal.Log
+	man   manifest
+	packs []*openPack // top first, as in man.packs
+	// retired holds the packs the last two flattens replaced, which
+	// snapshots may still read; older ones are closed.
+	retired [2][]*openPack
+	handles map[*storeFile]struct{}
+	tail    [][]byte // changes logged while a checkpoint runs; nil: none runs
+	err     error    // sticky: the log failed, the store refuses changes
+	closed  bool
+
+	live atomic.Pointer[FS] // the union readers use
+
+	ckMu   sync.Mutex // one checkpoint at a time
+	ckAuto atomic.Bool
+	bg     sync.WaitGroup
+	bgErr  atomic.Pointer[error]
+}
+
+// openPack is a pack of the store, open for reading.
+type openPack struct {
+	name string
+	r    *packreader.Reader
+	f    vfs.File // the file a non-mapped pack is read through
+}
+
+func (p *openPack) close() {
+	p.r.Close()
+	if p.f != nil {
+		p.f.Close()
+	}
+}
+
+var _ layer.FS = (*Store)(nil)
+
+// Open opens the store in the directory dir, creating it if it does not
+// exist (unless opts.ReadOnly). One Store at a time, in any process, may
+// have a directory open for writing; a second Open fails with an error
+// wrapping vfs.ErrLocked. opts may be nil.
+func Open(dir string, opts *Options) (*Store, error) {
+	s := &Store{handles: map[*storeFile]struct{}{}}
+	if opts != nil {
+		s.opts = *opts
+	}
+	s.limit = s.opts.CheckpointBytes
+	if s.limit == 0 {
+		s.limit = 64 << 20
+	}
+	s.dir = s.opts.FS
+	if s.dir == nil {
+		if s.opts.ReadOnly {
+			if _, err := os.Stat(dir); err != nil {
+				return nil, err
+			}
+		}
+		d, err := vfs.OpenDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		s.dir = d
+	}
+	if err := s.open(dir); err != nil {
+		s.release()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) open(dir string) error {
+	if !s.opts.ReadOnly {
+		l, err := s.dir.Lock(lockName)
+		if err != nil {
+			return fmt.Errorf("packfs: store %s is open for writing elsewhere: %w", dir, err)
+		}
+		s.lock = l
+	}
+	names, err := s.dir.ReadDir()
+	if err != nil {
+		return err
+	}
+	man, err := readManifest(s.dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !s.opts.ReadOnly:
+		for _, n := range names {
+			if strings.HasPrefix(n, "wal-") || strings.HasSuffix(n, ".pack") {
+				return fmt.Errorf("%w: %s holds %s but no %s", ErrCorrupt, dir, n, manifestName)
+			}
+		}
+		man = manifest{root: time.Now().UnixNano(), mode: uint32(fs.ModeDir | 0o755)}
+		if err := writeManifest(s.dir, man); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	}
+	s.man = man
+	for _, name := range man.packs {
+		p, err := s.openPack(name)
+		if err != nil {
+			return err
+		}
+		s.packs = append(s.packs, p)
+	}
+	s.live.Store(s.union(man.root, fs.FileMode(man.mode)))
+	s.log, err = wal.Open(s.dir, wal.Options{First: man.wal, ReadOnly: s.opts.ReadOnly}, s.replay)
+	if err != nil {
+		return err
+	}
+	if !s.opts.ReadOnly {
+		return s.removeLeftovers(names)
+	}
+	return nil
+}
+
+// union returns a union of a fresh upper layer over the store's packs,
+// its root directory's mtime and mode root and mode.
+func (s *Store) union(root int64, mode fs.FileMode) *FS {
+	s.now = time.Unix(0, root)
+	lowers := make([]fs.FS, len(s.packs))
+	for i, p := range s.packs {
+		lowers[i] = p.r
+	}
+	return New(newUpper(s.clock, mode), lowers...)
+}
+
+// newUpper returns an empty upper layer whose root has the mode of the
+// root it stands for: the upper's root is the union's.
+func newUpper(clock func() time.Time, mode fs.FileMode) *mem.FS {
+	m := mem.NewWithClock(clock)
+	if mode.IsDir() && mode.Perm() != 0o755 {
+		m.Chmod(".", mode)
+	}
+	return m
+}
+
+// clock is the upper layer's clock: the time of the change being applied.
+// Only changes read it, under wmu.
+func (s *Store) clock() time.Time { return s.now }
+
+func (s *Store) openPack(name string) (*openPack, error) {
+	if d, ok := s.dir.(interface{ Path(string) string }); ok {
+		// A host directory: map the pack.
+		r, err := packreader.Open(d.Path(name))
+		if err != nil {
+			return nil, err
+		}
+		return &openPack{name: name, r: r}, nil
+	}
+	// Another directory (a test's, say) cannot be mapped: read the pack
+	// into memory once.
+	data, err := readFile(s.dir, name)
+	if err != nil {
+		return nil, err
+	}
+	r, err := packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &openPack{name: name, r: r}, nil
+}
+
+// replay applies a unit of the log at Open.
+func (s *Store) replay(entries [][]byte) error {
+	for _, e := range entries {
+		o, err := decodeOp(e)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		s.now = time.Unix(0, o.time)
+		if err := apply(s.live.Load(), o); err != nil {
+			return fmt.Errorf("%w: a logged change fails on replay: %v", ErrCorrupt, err)
+		}
+	}
+	return nil
+}
+
+// removeLeftovers removes what a checkpoint that crashed left behind:
+// temporary files, and packs the manifest does not list.
+func (s *Store) removeLeftovers(names []string) error {
+	keep := map[string]bool{}
+	for _, p := range s.man.packs {
+		keep[p] = true
+	}
+	removed := false
+	for _, n := range names {
+		if strings.HasSuffix(n, tmpSuffix) || strings.HasSuffix(n, ".pack") && !keep[n] {
+			if err := s.dir.Remove(n); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			removed = true
+		}
+	}
+	if removed {
+		return s.dir.SyncDir()
+	}
+	return nil
+}
+
+// usable says why the store cannot take a change; s.wmu is held.
+func (s *Store) usable(op, name string) error {
+	switch {
+	case s.closed:
+		return layer.PathError(op, name, fs.ErrClosed)
+	case s.opts.ReadOnly:
+		return layer.PathError(op, name, syscall.EROFS)
+	case s.err != nil:
+		return s.err
+	}
+	return nil
+}
+
+// tick sets the clock for a change made now; s.wmu is held.
+func (s *Store) tick() int64 {
+	s.now = time.Now()
+	return s.now.UnixNano()
+}
+
+// logOp appends a change already applied to the live union; s.wmu is
+// held.
+func (s *Store) logOp(o *op) (wal.LSN, error) {
+	e := o.encode(nil)
+	if s.tail != nil {
+		s.tail = append(s.tail, e)
+	}
+	p, err := s.log.Append(e)
+	if err != nil {
+		s.err = err
+	}
+	return p, err
+}
+
+// done finishes a change logged at p: it waits for the disk as the policy
+// says, and starts a checkpoint when the log has grown past the limit.
+func (s *Store) done(p wal.LSN, err error) error {
+	if err != nil {
+		return err
+	}
+	if s.opts.Sync == SyncAlways {
+		if err := s.log.Sync(p); err != nil {
+			return err
+		}
+	}
+	s.maybeCheckpoint()
+	return nil
+}
+
+// change applies o to the live union and logs it.
+func (s *Store) change(o op, opName string) error {
+	s.wmu.Lock()
+	if err := s.usable(opName, o.path); err != nil {
+		s.wmu.Unlock()
+		return err
+	}
+	o.time = s.tick()
+	if err := s.applyLive(o); err != nil {
+		s.wmu.Unlock()
+		return err
+	}
+	p, err := s.logOp(&o)
+	s.wmu.Unlock()
+	return s.done(p, err)
+}
+
+// applyLive applies o to the live union, and keeps the names of open
+// handles right: a rename moves them, a removal leaves them nameless.
+// s.wmu is held.
+func (s *Store) applyLive(o op) error {
+	u := s.live.Load()
+	var from, to string
+	track := len(s.handles) > 0
+	if track {
+		switch o.kind {
+		case opRename:
+			from, to = canonical(u, o.path, false), canonical(u, o.path2, false)
+		case opRemove, opRemoveAll:
+			from = canonical(u, o.path, false)
+		default:
+			track = false
+		}
+	}
+	if err := apply(u, o); err != nil {
+		return err
+	}
+	if track {
+		for h := range s.handles {
+			switch {
+			case h.path == "":
+			case o.kind == opRename && within(h.path, to):
+				h.path = ""
+			case o.kind == opRemove && h.path == from, o.kind == opRemoveAll && within(h.path, from):
+				h.path = ""
+			}
+			if o.kind == opRename && h.path != "" && within(h.path, from) {
+				h.path = to + h.path[len(from):]
+			}
+		}
+	}
+	return nil
+}
+
+// canonical returns the union's own name for name: its symlinks resolved
+// (the last element's too, if follow), its dot-dot elements gone.
+func canonical(u *FS, name string, follow bool) string {
+	if _, n, err := u.walk(name, follow); err == nil && n != nil {
+		return n.path
+	}
+	return path.Clean(name)
+}
+
+// Sync makes every change so far durable.
+func (s *Store) Sync() error {
+	s.wmu.Lock()
+	err := s.err
+	closed := s.closed
+	s.wmu.Unlock()
+	switch {
+	case closed:
+		return fs.ErrClosed
+	case err != nil:
+		return err
+	case s.opts.ReadOnly:
+		return nil
+	}
+	if e := s.bgErr.Load(); e != nil {
+		return *e
+	}
+	return s.log.SyncAll()
+}
+
+// Close waits for a running checkpoint, makes every change durable and
+// closes the store. Files still open fail from then on; snapshots taken
+// from the store stay readable until Close.
+func (s *Store) Close() error {
+	s.bg.Wait()
+	s.ckMu.Lock()
+	defer s.ckMu.Unlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.closed {
+		return fs.ErrClosed
+	}
+	s.closed = true
+	err := s.log.Close()
+	if e := s.bgErr.Load(); e != nil && err == nil {
+		err = *e
+	}
+	s.release()
+	return err
+}
+
+// release closes the packs and the lock.
+func (s *Store) release() {
+	for _, p := range s.packs {
+		p.close()
+	}
+	for _, r := range s.retired {
+		for _, p := range r {
+			p.close()
+		}
+	}
+	s.packs, s.retired = nil, [2][]*openPack{}
+	if s.lock != nil {
+		s.lock.Close()
+		s.lock = nil
+	}
+}
+
+// Snapshot returns the store's current tree as an immutable fs.FS, in
+// O(1). It stays readable until the store is closed or, when a flatten
+// has replaced the packs it reads, until the flatten after that one; then
+// its reads fail with fs.ErrClosed.
+func (s *Store) Snapshot() (*FS, error) { return s.live.Load().Snapshot() }
+
+// Reading: straight to the live union, without waiting for writers.
+
+func (s *Store) Open(name string) (fs.File, error)          { return s.live.Load().Open(name) }
+func (s *Store) Stat(name string) (fs.FileInfo, error)      { return s.live.Load().Stat(name) }
+func (s *Store) Lstat(name string) (fs.FileInfo, error)     { return s.live.Load().Lstat(name) }
+func (s *Store) ReadDir(name string) ([]fs.DirEntry, error) { return s.live.Load().ReadDir(name) }
+func (s *Store) ReadFile(name string) ([]byte, error)       { return s.live.Load().ReadFile(name) }
+func (s *Store) ReadLink(name string) (string, error)       { return s.live.Load().ReadLink(name) }
+func (s *Store) Readlink(name string) (string, error)       { return s.live.Load().Readlink(name) }
+func (s *Store) Glob(pattern string) ([]string, error)      { return fs.Glob(s.live.Load(), pattern) }
+func (s *Store) Sub(dir string) (fs.FS, error)              { return fs.Sub(s.live.Load(), dir) }
+func (s *Store) Whiteout(name string) error                 { return layer.Unsupported("whiteout", name) }
+func (s *Store) Create(name string) (layer.File, error) {
+	return s.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
+}
+func (s *Store) Mkdir(name string, perm fs.FileMode) error {
+	return s.change(op{kind: opMkdir, path: name, a: int64(perm)}, "mkdir")
+}
+func (s *Store) MkdirAll(name string, perm fs.FileMode) error {
+	return s.change(op{kind: opMkdirAll, path: name, a: int64(perm)}, "mkdir")
+}
+func (s *Store) Remove(name string) error { return s.change(op{kind: opRemove, path: name}, "remove") }
+func (s *Store) RemoveAll(name string) error {
+	return s.change(op{kind: opRemoveAll, path: name}, "unlinkat")
+}
+func (s *Store) Chmod(name string, mode fs.FileMode) error {
+	return s.change(op{kind: opChmod, path: name, a: int64(mode)}, "chmod")
+}
+func (s *Store) Chown(name string, uid, gid int) error {
+	return s.change(op{kind: opChown, path: name, a: int64(uid), b: int64(gid)}, "chown")
+}
+func (s *Store) Lchown(name string, uid, gid int) error {
+	return s.change(op{kind: opLchown, path: name, a: int64(uid), b: int64(gid)}, "lchown")
+}
+func (s *Store) Symlink(oldname, newname string) error {
+	return s.change(op{kind: opSymlink, path: oldname, path2: newname}, "symlink")
+}
+func (s *Store) Rename(oldname, newname string) error {
+	return s.change(op{kind: opRename, path: oldname, path2: newname}, "rename")
+}
+
+// WriteFile writes a whole file as one logged change.
+func (s *Store) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	return s.change(op{kind: opWriteFile, path: name, a: int64(perm), data: data}, "open")
+}
+
+// Chtimes changes name's times; a zero time leaves that one unchanged.
+func (s *Store) Chtimes(name string, atime, mtime time.Time) error {
+	o := op{kind: opChtimes, path: name}
+	if atime.IsZero() {
+		o.c |= zeroAtime
+	} else {
+		o.a = atime.UnixNano()
+	}
+	if mtime.IsZero() {
+		o.c |= zeroMtime
+	} else {
+		o.b = mtime.UnixNano()
+	}
+	return s.change(o, "chtimes")
+}

@@ -1,0 +1,288 @@
+package packfs_test
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/packfs/packfs"
+	"github.com/packfs/packfs/conformance"
+	"github.com/packfs/packfs/layer"
+	"github.com/packfs/packfs/vfs"
+	"github.com/packfs/packfs/vfs/vfstest"
+)
+
+// reopening is a store that, at each Settle, checkpoints, flattens, or
+// closes and reopens: the differential test then compares with os what
+// replay, packs and the layers stacked after a checkpoint give.
+type reopening struct {
+	*packfs.Store
+	dir  string
+	opts *packfs.Options
+	n    int
+}
+
+var storeSettles atomic.Int64
+
+func (r *reopening) Settle() error {
+	storeSettles.Add(1)
+	r.n++
+	switch r.n % 3 {
+	case 1:
+		return r.Store.Checkpoint()
+	case 2:
+		if err := r.Store.Close(); err != nil {
+			return err
+		}
+		s, err := packfs.Open(r.dir, r.opts)
+		if err != nil {
+			return err
+		}
+		r.Store = s
+		return nil
+	}
+	return r.Store.Flatten()
+}
+
+func openStore(t testing.TB, dir string, opts *packfs.Options) *packfs.Store {
+	t.Helper()
+	s, err := packfs.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestConformanceStore runs the suite over durable stores in host
+// directories, settling by checkpoint, flatten and reopen.
+func TestConformanceStore(t *testing.T) {
+	var opts []conformance.Option
+	if raceEnabled {
+		opts = append(opts, conformance.WithSeeds(100))
+	} else {
+		opts = append(opts, conformance.WithSeeds(600))
+	}
+	before := storeSettles.Load()
+	conformance.Run(t, func(t *testing.T) layer.FS {
+		dir := t.TempDir()
+		o := &packfs.Options{Sync: packfs.SyncNone}
+		r := &reopening{Store: openStore(t, dir, o), dir: dir, opts: o}
+		t.Cleanup(func() { r.Store.Close() })
+		return r
+	}, opts...)
+	if storeSettles.Load() == before && !testing.Short() {
+		t.Error("the differential test never settled")
+	}
+}
+
+// dump describes a tree, mtimes included, for comparisons.
+func dump(t testing.TB, fsys fs.FS, mtimes bool) string {
+	t.Helper()
+	var b strings.Builder
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		b.WriteString(p + " " + fi.Mode().String())
+		if mtimes {
+			b.WriteString(" " + fi.ModTime().UTC().Format(time.RFC3339Nano))
+		}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, err := fs.ReadLink(fsys, p)
+			if err != nil {
+				return err
+			}
+			b.WriteString(" -> " + target)
+		case fi.Mode().IsRegular():
+			data, err := fs.ReadFile(fsys, p)
+			if err != nil {
+				return err
+			}
+			b.WriteString(" " + string(data))
+		}
+		b.WriteString("\n")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestStoreReopenExact: what a store holds comes back from its directory
+// to the nanosecond, after replay, a checkpoint and a flatten.
+func TestStoreReopenExact(t *testing.T) {
+	for _, settle := range []string{"replay", "checkpoint", "flatten"} {
+		t.Run(settle, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openStore(t, dir, nil)
+			mustDo(t, s.MkdirAll("a/b", 0o750))
+			mustDo(t, s.WriteFile("a/b/f", []byte("hello"), 0o640))
+			mustDo(t, s.Symlink("b/f", "a/link"))
+			f, err := s.OpenFile("a/g", os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+			mustDo(t, err)
+			f.Write([]byte("one "))
+			mustDo(t, s.Rename("a/g", "a/h")) // the open file follows its name
+			f.Write([]byte("two"))
+			if _, err := f.WriteAt([]byte("ONE"), 0); err == nil {
+				t.Error("WriteAt on a file opened with O_APPEND succeeded")
+			}
+			f.Close()
+			g, err := s.OpenFile("a/h", os.O_RDWR, 0)
+			mustDo(t, err)
+			g.WriteAt([]byte("ONE"), 0)
+			g.Close()
+			mustDo(t, s.Chtimes("a/b", time.Time{}, time.Unix(1e9, 5)))
+			mustDo(t, s.Chmod(".", fs.ModeDir|0o711))
+			if settle != "replay" {
+				mustDo(t, s.WriteFile("gone", []byte("x"), 0o644))
+				if settle == "checkpoint" {
+					mustDo(t, s.Checkpoint())
+				} else {
+					mustDo(t, s.Flatten())
+				}
+				mustDo(t, s.Remove("gone")) // a whiteout over the pack
+				mustDo(t, s.WriteFile("a/b/f", []byte("after"), 0o640))
+			}
+			want := dump(t, s, true)
+			mustDo(t, s.Close())
+			s2 := openStore(t, dir, nil)
+			if got := dump(t, s2, true); got != want {
+				t.Fatalf("reopened store differs:\n%s", cmp.Diff(want, got))
+			}
+			if data, _ := s2.ReadFile("a/h"); string(data) != "ONE two" {
+				t.Fatalf("a/h = %q", data)
+			}
+		})
+	}
+}
+
+func mustDo(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStoreTransactions: a transaction sees its writes, applies whole on
+// success and not at all on error or panic.
+func TestStoreTransactions(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	mustDo(t, s.WriteFile("keep", []byte("1"), 0o644))
+	errStop := errors.New("stop")
+	err := s.Update(func(tx *packfs.Tx) error {
+		mustDo(t, tx.WriteFile("a", []byte("a"), 0o644))
+		if data, err := tx.ReadFile("a"); err != nil || string(data) != "a" {
+			t.Errorf("a transaction does not see its own write: %q, %v", data, err)
+		}
+		mustDo(t, tx.Remove("keep"))
+		return errStop
+	})
+	if err != errStop {
+		t.Fatalf("Update = %v, want the function's error", err)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic did not come out of Update")
+			}
+		}()
+		s.Update(func(tx *packfs.Tx) error {
+			tx.WriteFile("b", nil, 0o644)
+			panic("boom")
+		})
+	}()
+	if _, err := s.Stat("a"); !errors.Is(err, fs.ErrNotExist) {
+		t.Error("a failed transaction's write applied")
+	}
+	if _, err := s.Stat("b"); !errors.Is(err, fs.ErrNotExist) {
+		t.Error("a panicking transaction's write applied")
+	}
+	if _, err := s.Stat("keep"); err != nil {
+		t.Error("a failed transaction's remove applied")
+	}
+	mustDo(t, s.Update(func(tx *packfs.Tx) error {
+		if err := tx.Mkdir("d", 0o755); err != nil {
+			return err
+		}
+		if err := tx.WriteFile("d/x", []byte("x"), 0o644); err != nil {
+			return err
+		}
+		return tx.Rename("keep", "d/keep")
+	}))
+	want := dump(t, s, true)
+	mustDo(t, s.Close())
+	if got := dump(t, openStore(t, dir, nil), true); got != want {
+		t.Fatalf("after reopen:\n%s", cmp.Diff(want, got))
+	}
+}
+
+// TestStoreLock: one writer at a time; readers beside it.
+func TestStoreLock(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	mustDo(t, s.WriteFile("f", []byte("x"), 0o644))
+	mustDo(t, s.Sync())
+	if _, err := packfs.Open(dir, nil); !errors.Is(err, vfs.ErrLocked) {
+		t.Fatalf("second writer: %v, want ErrLocked", err)
+	}
+	r := openStore(t, dir, &packfs.Options{ReadOnly: true})
+	if data, err := r.ReadFile("f"); err != nil || string(data) != "x" {
+		t.Fatalf("read-only open: %q, %v", data, err)
+	}
+	if err := r.WriteFile("g", nil, 0o644); !errors.Is(err, syscall.EROFS) {
+		t.Fatalf("write to a read-only store: %v, want EROFS", err)
+	}
+	mustDo(t, s.Close())
+	s2 := openStore(t, dir, nil) // the lock is free again
+	mustDo(t, s2.Close())
+}
+
+// TestStoreCorruptManifest: a damaged manifest is a clear error.
+func TestStoreCorruptManifest(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, nil)
+	mustDo(t, s.WriteFile("f", []byte("x"), 0o644))
+	mustDo(t, s.Checkpoint())
+	mustDo(t, s.Close())
+	p := filepath.Join(dir, "MANIFEST")
+	data, err := os.ReadFile(p)
+	mustDo(t, err)
+	data[20] ^= 1
+	mustDo(t, os.WriteFile(p, data, 0o644))
+	if _, err := packfs.Open(dir, nil); !errors.Is(err, packfs.ErrCorrupt) {
+		t.Fatalf("open: %v, want ErrCorrupt", err)
+	}
+}
+
+// TestStoreClosed: a closed store and its files refuse changes.
+func TestStoreClosed(t *testing.T) {
+	m := vfstest.NewMemFS()
+	s, err := packfs.Open("", &packfs.Options{FS: m})
+	mustDo(t, err)
+	f, err := s.Create("f")
+	mustDo(t, err)
+	mustDo(t, s.Close())
+	if _, err := f.Write([]byte("x")); !errors.Is(err, fs.ErrClosed) {
+		t.Errorf("write after Close: %v", err)
+	}
+	if err := s.Mkdir("d", 0o755); !errors.Is(err, fs.ErrClosed) {
+		t.Errorf("mkdir after Close: %v", err)
+	}
+	var _ io.Closer = s
+}

@@ -1,0 +1,186 @@
+package packfs
+
+import (
+	"io"
+	"io/fs"
+	"os"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/packfs/packfs/layer"
+	"github.com/packfs/packfs/wal"
+)
+
+// storeFile is a file of a Store opened for writing. Its writes are
+// logged under the file's current name in the union, which the store
+// keeps right across renames; a file whose name is gone (removed, or
+// renamed over) is written in memory only, as on Linux such a file's data
+// is lost at close.
+type storeFile struct {
+	s    *Store
+	name string
+	flag int
+	f    atomic.Pointer[fileRef] // a checkpoint moves the file to the new union
+	path string                  // guarded by s.wmu; "" once nameless
+}
+
+type fileRef struct{ layer.File }
+
+const noFollow = syscall.O_NOFOLLOW
+
+func (h *storeFile) file() layer.File { return h.f.Load().File }
+
+// OpenFile opens name with os.OpenFile's flags. An open for writing is
+// logged when it creates or truncates.
+func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, error) {
+	if flag&writeFlags == 0 {
+		return s.live.Load().OpenFile(name, flag, perm)
+	}
+	s.wmu.Lock()
+	if err := s.usable("open", name); err != nil {
+		s.wmu.Unlock()
+		return nil, err
+	}
+	u := s.live.Load()
+	excl := flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL
+	p := canonical(u, name, !excl && flag&noFollow == 0)
+	o := op{kind: opOpen, path: name, a: int64(flag&(os.O_CREATE|os.O_EXCL|os.O_TRUNC|noFollow) | os.O_WRONLY), b: int64(perm)}
+	o.time = s.tick()
+	f, err := u.OpenFile(name, flag, perm)
+	if err != nil {
+		s.wmu.Unlock()
+		return nil, err
+	}
+	h := &storeFile{s: s, name: name, flag: flag, path: p}
+	h.f.Store(&fileRef{f})
+	s.handles[h] = struct{}{}
+	var lsn wal.LSN
+	if flag&(os.O_CREATE|os.O_TRUNC) != 0 {
+		lsn, err = s.logOp(&o)
+	}
+	s.wmu.Unlock()
+	if err = s.done(lsn, err); err != nil {
+		h.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+func (h *storeFile) Name() string                                 { return h.name }
+func (h *storeFile) Stat() (fs.FileInfo, error)                   { return h.file().Stat() }
+func (h *storeFile) Read(p []byte) (int, error)                   { return h.file().Read(p) }
+func (h *storeFile) ReadAt(p []byte, off int64) (int, error)      { return h.file().ReadAt(p, off) }
+func (h *storeFile) Seek(off int64, whence int) (int64, error)    { return h.file().Seek(off, whence) }
+func (h *storeFile) ReadDir(n int) ([]fs.DirEntry, error)         { return h.file().ReadDir(n) }
+func (h *storeFile) WriteString(s string) (int, error)            { return h.Write([]byte(s)) }
+func (h *storeFile) Write(p []byte) (int, error)                  { return h.write(p, -1) }
+func (h *storeFile) WriteAt(p []byte, off int64) (n int, e error) { return h.write(p, off) }
+
+// write writes p at off, or at the file's offset when off is -1, and
+// logs what was written at the offset it landed at.
+func (h *storeFile) write(p []byte, off int64) (int, error) {
+	s := h.s
+	s.wmu.Lock()
+	if err := s.usable("write", h.name); err != nil {
+		s.wmu.Unlock()
+		return 0, err
+	}
+	f := h.file()
+	at := off
+	var err error
+	switch {
+	case off >= 0:
+	case h.flag&os.O_APPEND != 0:
+		var fi fs.FileInfo
+		if fi, err = f.Stat(); err == nil {
+			at = fi.Size()
+		}
+	default:
+		at, err = f.Seek(0, io.SeekCurrent)
+	}
+	if err != nil {
+		// A closed or broken file: let the write give its own error.
+		s.wmu.Unlock()
+		if n, werr := f.Write(p); werr != nil || n == 0 {
+			return n, werr
+		}
+		return 0, err
+	}
+	t := s.tick()
+	var n int
+	if off >= 0 {
+		n, err = f.WriteAt(p, off)
+	} else {
+		n, err = f.Write(p)
+	}
+	var lsn wal.LSN
+	var lerr error
+	if n > 0 && h.path != "" {
+		lsn, lerr = s.logOp(&op{kind: opWriteAt, time: t, path: h.path, a: at, data: p[:n]})
+	}
+	s.wmu.Unlock()
+	if lerr = s.done(lsn, lerr); err == nil {
+		err = lerr
+	}
+	return n, err
+}
+
+func (h *storeFile) Truncate(size int64) error {
+	s := h.s
+	s.wmu.Lock()
+	if err := s.usable("truncate", h.name); err != nil {
+		s.wmu.Unlock()
+		return err
+	}
+	t := s.tick()
+	if err := h.file().Truncate(size); err != nil {
+		s.wmu.Unlock()
+		return err
+	}
+	var lsn wal.LSN
+	var err error
+	if h.path != "" {
+		lsn, err = s.logOp(&op{kind: opTruncate, time: t, path: h.path, a: size})
+	}
+	s.wmu.Unlock()
+	return s.done(lsn, err)
+}
+
+// Sync makes the file's writes durable: under any policy but SyncNone,
+// the whole log up to now.
+func (h *storeFile) Sync() error {
+	if err := h.file().Sync(); err != nil {
+		return err
+	}
+	if h.s.opts.Sync == SyncNone {
+		return nil
+	}
+	return h.s.Sync()
+}
+
+func (h *storeFile) Close() error {
+	h.s.wmu.Lock()
+	delete(h.s.handles, h)
+	h.s.wmu.Unlock()
+	return h.file().Close()
+}
+
+// moveTo reopens the file in u, at the same offset: a checkpoint replaced
+// the union it was open in. s.wmu is held.
+func (h *storeFile) moveTo(u *FS) {
+	if h.path == "" {
+		return // nameless: it stays where it is, unreachable as on Linux
+	}
+	old := h.file()
+	nf, err := u.OpenFile(h.path, h.flag&^(os.O_CREATE|os.O_EXCL|os.O_TRUNC), 0)
+	if err != nil {
+		return
+	}
+	if off, err := old.Seek(0, io.SeekCurrent); err == nil {
+		nf.Seek(off, io.SeekStart)
+	}
+	h.f.Store(&fileRef{nf})
+	old.Close()
+}
+
+var _ layer.File = (*storeFile)(nil)
