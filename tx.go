@@ -51,7 +51,9 @@ func (s *Store) Update(fn func(tx *Tx) error) error {
 	if fi, err := snap.Stat("."); err == nil {
 		tx.now, mode = fi.ModTime(), fi.Mode()
 	}
-	tx.fs = New(newUpper(func() time.Time { return tx.now }, mode), snap)
+	// The snapshot's layers, not the snapshot itself, go below: one union
+	// resolves a path once, where a union over a union would twice.
+	tx.fs = New(newUpper(func() time.Time { return tx.now }, mode), snap.layers...)
 	defer func() { tx.done = true }()
 	if err := fn(tx); err != nil {
 		return err
