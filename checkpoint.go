@@ -30,13 +30,18 @@ func (s *Store) maybeCheckpoint() {
 	if s.limit < 0 || s.log.Size() < s.limit || !s.ckAuto.CompareAndSwap(false, true) {
 		return
 	}
-	s.bg.Add(1)
+	s.wmu.Lock()
+	if s.closing {
+		s.wmu.Unlock()
+		s.ckAuto.Store(false)
+		return
+	}
+	s.bg.Add(1) // before Close's Wait, which runs only after closing is set
+	flatten := len(s.packs) >= s.maxPacks()
+	s.wmu.Unlock()
 	go func() {
 		defer s.bg.Done()
 		defer s.ckAuto.Store(false)
-		s.wmu.Lock()
-		flatten := len(s.packs) >= s.maxPacks()
-		s.wmu.Unlock()
 		if err := s.checkpoint(flatten); err != nil && !errors.Is(err, fs.ErrClosed) {
 			err = fmt.Errorf("packfs: background checkpoint: %w", err)
 			s.bgErr.Store(&err)

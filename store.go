@@ -91,6 +91,7 @@ type Store struct {
 	handles map[*storeFile]struct{}
 	tail    [][]byte // changes logged while a checkpoint runs; nil: none runs
 	err     error    // sticky: the log failed, the store refuses changes
+	closing bool     // Close has begun: no new background checkpoint
 	closed  bool
 
 	live atomic.Pointer[FS] // the union readers use
@@ -415,6 +416,9 @@ func (s *Store) Sync() error {
 // closes the store. Files still open fail from then on; snapshots taken
 // from the store stay readable until Close.
 func (s *Store) Close() error {
+	s.wmu.Lock()
+	s.closing = true
+	s.wmu.Unlock()
 	s.bg.Wait()
 	s.ckMu.Lock()
 	defer s.ckMu.Unlock()

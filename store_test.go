@@ -3,11 +3,13 @@ package packfs_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -339,4 +341,85 @@ func FuzzStoreReplay(f *testing.F) {
 			t.Fatalf("replay failed with %v, which does not wrap ErrCorrupt", err)
 		}
 	})
+}
+
+// TestStoreCheckpointUnderLoad: writers, transactions and readers go on
+// while checkpoints (automatic ones, and flattens) run; the reopened
+// store equals what the writers left.
+func TestStoreCheckpointUnderLoad(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir, &packfs.Options{CheckpointBytes: 4 << 10, MaxPacks: 3})
+	mustDo(t, s.Mkdir("w", 0o755))
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 150 {
+				name := fmt.Sprintf("w/%d-%d", w, i%20)
+				var err error
+				if i%3 == 0 {
+					err = s.Update(func(tx *packfs.Tx) error {
+						if err := tx.WriteFile(name, []byte(strings.Repeat("x", i)), 0o644); err != nil {
+							return err
+						}
+						return tx.WriteFile(name+".tx", []byte("t"), 0o644)
+					})
+				} else {
+					err = s.WriteFile(name, []byte(fmt.Sprint(i)), 0o644)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() { // a reader: every listed file must read
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			entries, err := s.ReadDir("w")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for _, e := range entries {
+				if _, err := s.ReadFile("w/" + e.Name()); err != nil {
+					t.Errorf("listed %s does not read: %v", e.Name(), err)
+					return
+				}
+			}
+		}
+	}()
+	for range 3 {
+		time.Sleep(5 * time.Millisecond)
+		if err := s.Flatten(); err != nil {
+			t.Error(err)
+		}
+	}
+	time.Sleep(20 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	want := dump(t, s, true)
+	mustDo(t, s.Close())
+	names, _ := os.ReadDir(dir)
+	packs := 0
+	for _, n := range names {
+		if strings.HasSuffix(n.Name(), ".pack") {
+			packs++
+		}
+	}
+	if packs == 0 || packs > 3 {
+		t.Errorf("%d packs after the run, want 1 to MaxPacks", packs)
+	}
+	if got := dump(t, openStore(t, dir, nil), true); got != want {
+		t.Fatalf("reopened store differs:\n%s", cmp.Diff(want, got))
+	}
 }
