@@ -94,7 +94,11 @@ type Store struct {
 	closing bool     // Close has begun: no new background checkpoint
 	closed  bool
 
-	live atomic.Pointer[FS] // the union readers use
+	live atomic.Pointer[FS] // the union changes apply to
+	// frozen, while a transaction's changes apply to live one by one, is
+	// the state before them, which readers see instead: they see a
+	// transaction whole or not at all.
+	frozen atomic.Pointer[FS]
 
 	ckMu   sync.Mutex // one checkpoint at a time
 	ckAuto atomic.Bool
@@ -457,19 +461,27 @@ func (s *Store) release() {
 // O(1). It stays readable until the store is closed or, when a flatten
 // has replaced the packs it reads, until the flatten after that one; then
 // its reads fail with fs.ErrClosed.
-func (s *Store) Snapshot() (*FS, error) { return s.live.Load().Snapshot() }
+func (s *Store) Snapshot() (*FS, error) { return s.view().Snapshot() }
 
-// Reading: straight to the live union, without waiting for writers.
+// view returns the union readers see.
+func (s *Store) view() *FS {
+	if f := s.frozen.Load(); f != nil {
+		return f
+	}
+	return s.live.Load()
+}
 
-func (s *Store) Open(name string) (fs.File, error)          { return s.live.Load().Open(name) }
-func (s *Store) Stat(name string) (fs.FileInfo, error)      { return s.live.Load().Stat(name) }
-func (s *Store) Lstat(name string) (fs.FileInfo, error)     { return s.live.Load().Lstat(name) }
-func (s *Store) ReadDir(name string) ([]fs.DirEntry, error) { return s.live.Load().ReadDir(name) }
-func (s *Store) ReadFile(name string) ([]byte, error)       { return s.live.Load().ReadFile(name) }
-func (s *Store) ReadLink(name string) (string, error)       { return s.live.Load().ReadLink(name) }
-func (s *Store) Readlink(name string) (string, error)       { return s.live.Load().Readlink(name) }
-func (s *Store) Glob(pattern string) ([]string, error)      { return fs.Glob(s.live.Load(), pattern) }
-func (s *Store) Sub(dir string) (fs.FS, error)              { return fs.Sub(s.live.Load(), dir) }
+// Reading: straight to the union, without waiting for writers.
+
+func (s *Store) Open(name string) (fs.File, error)          { return s.view().Open(name) }
+func (s *Store) Stat(name string) (fs.FileInfo, error)      { return s.view().Stat(name) }
+func (s *Store) Lstat(name string) (fs.FileInfo, error)     { return s.view().Lstat(name) }
+func (s *Store) ReadDir(name string) ([]fs.DirEntry, error) { return s.view().ReadDir(name) }
+func (s *Store) ReadFile(name string) ([]byte, error)       { return s.view().ReadFile(name) }
+func (s *Store) ReadLink(name string) (string, error)       { return s.view().ReadLink(name) }
+func (s *Store) Readlink(name string) (string, error)       { return s.view().Readlink(name) }
+func (s *Store) Glob(pattern string) ([]string, error)      { return fs.Glob(s.view(), pattern) }
+func (s *Store) Sub(dir string) (fs.FS, error)              { return fs.Sub(s.view(), dir) }
 func (s *Store) Whiteout(name string) error                 { return layer.Unsupported("whiteout", name) }
 func (s *Store) Create(name string) (layer.File, error) {
 	return s.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)

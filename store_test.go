@@ -423,3 +423,38 @@ func TestStoreCheckpointUnderLoad(t *testing.T) {
 		t.Fatalf("reopened store differs:\n%s", cmp.Diff(want, got))
 	}
 }
+
+// TestStoreTransactionVisibility: a reader sees a transaction whole or
+// not at all.
+func TestStoreTransactionVisibility(t *testing.T) {
+	s := openStore(t, t.TempDir(), &packfs.Options{Sync: packfs.SyncNone})
+	mustDo(t, s.WriteFile("a", []byte("0"), 0o644))
+	mustDo(t, s.WriteFile("b", []byte("0"), 0o644))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 1; i <= 300; i++ {
+			v := []byte(fmt.Sprint(i))
+			mustDo(t, s.Update(func(tx *packfs.Tx) error {
+				if err := tx.WriteFile("a", v, 0o644); err != nil {
+					return err
+				}
+				return tx.WriteFile("b", v, 0o644)
+			}))
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		snap, err := s.Snapshot()
+		mustDo(t, err)
+		a, _ := snap.ReadFile("a")
+		b, _ := snap.ReadFile("b")
+		if string(a) != string(b) {
+			t.Fatalf("a reader saw half a transaction: a=%s b=%s", a, b)
+		}
+	}
+}

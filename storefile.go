@@ -34,7 +34,7 @@ func (h *storeFile) file() layer.File { return h.f.Load().File }
 // logged when it creates or truncates.
 func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, error) {
 	if flag&writeFlags == 0 {
-		return s.live.Load().OpenFile(name, flag, perm)
+		return s.view().OpenFile(name, flag, perm)
 	}
 	s.wmu.Lock()
 	if err := s.usable("open", name); err != nil {

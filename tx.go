@@ -28,9 +28,8 @@ type Tx struct {
 // the error or re-panics.
 //
 // Transactions and other changes run one at a time; readers of the store
-// go on meanwhile, and see a transaction's changes once it applies. While
-// its changes are being applied, which takes microseconds a change, a
-// reader may see some of them before the rest; a crash never leaves part.
+// go on meanwhile, and see a transaction's changes all at once, when it
+// applies. A file opened before then sees them one by one.
 func (s *Store) Update(fn func(tx *Tx) error) error {
 	s.wmu.Lock()
 	locked := true
@@ -63,6 +62,8 @@ func (s *Store) Update(fn func(tx *Tx) error) error {
 		return nil
 	}
 	entries := make([][]byte, len(tx.ops))
+	s.frozen.Store(snap) // readers see the state before the transaction
+	defer s.frozen.Store(nil)
 	for i, o := range tx.ops {
 		s.now = time.Unix(0, o.time)
 		if err := s.applyLive(o); err != nil {
@@ -81,6 +82,7 @@ func (s *Store) Update(fn func(tx *Tx) error) error {
 		s.err = err
 		return err
 	}
+	s.frozen.Store(nil) // and now the state after it
 	s.wmu.Unlock()
 	locked = false
 	if s.opts.Sync != SyncNone {
