@@ -148,9 +148,11 @@ func (s *Store) checkpoint(flatten bool) error {
 		return s.err
 	}
 	s.live.Store(u)
+	s.hmu.Lock()
 	for h := range s.handles {
 		h.moveTo(u)
 	}
+	s.hmu.Unlock()
 	var drop []*openPack
 	if flatten {
 		drop = old

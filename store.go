@@ -88,6 +88,10 @@ type Store struct {
 	// retired holds the packs the last two flattens replaced, which
 	// snapshots may still read; older ones are closed.
 	retired [2][]*openPack
+	// hmu guards handles, the open files whose names the store keeps
+	// right; opening for reading takes only it, never wmu. Lock order:
+	// wmu, then hmu.
+	hmu     sync.Mutex
 	handles map[*storeFile]struct{}
 	tail    [][]byte // changes logged while a checkpoint runs; nil: none runs
 	err     error    // sticky: the log failed, the store refuses changes
@@ -356,6 +360,8 @@ func (s *Store) change(o op, opName string) error {
 func (s *Store) applyLive(o op) error {
 	u := s.live.Load()
 	var from, to string
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
 	track := len(s.handles) > 0
 	if track {
 		switch o.kind {
@@ -473,7 +479,7 @@ func (s *Store) view() *FS {
 
 // Reading: straight to the union, without waiting for writers.
 
-func (s *Store) Open(name string) (fs.File, error)          { return s.view().Open(name) }
+func (s *Store) Open(name string) (fs.File, error)          { return s.OpenFile(name, os.O_RDONLY, 0) }
 func (s *Store) Stat(name string) (fs.FileInfo, error)      { return s.view().Stat(name) }
 func (s *Store) Lstat(name string) (fs.FileInfo, error)     { return s.view().Lstat(name) }
 func (s *Store) ReadDir(name string) ([]fs.DirEntry, error) { return s.view().ReadDir(name) }

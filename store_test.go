@@ -458,3 +458,32 @@ func TestStoreTransactionVisibility(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreHandlesAcrossCheckpoint: files open for reading or writing go
+// on working on the file after a checkpoint, under its new name too.
+func TestStoreHandlesAcrossCheckpoint(t *testing.T) {
+	s := openStore(t, t.TempDir(), nil)
+	mustDo(t, s.WriteFile("f", []byte("one"), 0o644))
+	rf, err := s.Open("f")
+	mustDo(t, err)
+	r := rf.(io.ReaderAt)
+	w, err := s.OpenFile("f", os.O_WRONLY, 0)
+	mustDo(t, err)
+	mustDo(t, s.Rename("f", "g"))
+	mustDo(t, s.Checkpoint())
+	if _, err := w.WriteAt([]byte("TWO"), 0); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 3)
+	if _, err := r.ReadAt(buf, 0); err != nil || string(buf) != "TWO" {
+		t.Fatalf("reader after checkpoint: %q, %v", buf, err)
+	}
+	if data, _ := s.ReadFile("g"); string(data) != "TWO" {
+		t.Fatalf("g = %q after a write through a handle moved by a checkpoint", data)
+	}
+	if _, err := rf.(io.Writer).Write([]byte("x")); err == nil {
+		t.Fatal("a file opened read-only took a write")
+	}
+	rf.Close()
+	w.Close()
+}

@@ -11,11 +11,12 @@ import (
 	"github.com/packfs/packfs/wal"
 )
 
-// storeFile is a file of a Store opened for writing. Its writes are
-// logged under the file's current name in the union, which the store
-// keeps right across renames; a file whose name is gone (removed, or
-// renamed over) is written in memory only, as on Linux such a file's data
-// is lost at close.
+// storeFile is an open file of a Store. Its writes are logged under the
+// file's current name in the union, which the store keeps right across
+// renames; a file whose name is gone (removed, or renamed over) is
+// written in memory only, as on Linux such a file's data is lost at
+// close. A checkpoint moves it to the new union by that name, so that it
+// goes on seeing what is written to the file.
 type storeFile struct {
 	s    *Store
 	name string
@@ -34,7 +35,28 @@ func (h *storeFile) file() layer.File { return h.f.Load().File }
 // logged when it creates or truncates.
 func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, error) {
 	if flag&writeFlags == 0 {
-		return s.view().OpenFile(name, flag, perm)
+		f, err := s.view().OpenFile(name, flag, perm)
+		if err != nil {
+			return nil, err
+		}
+		// The union's handle knows the file's own path: a *file carries
+		// it, and any other handle but a directory's was opened by it.
+		p := name
+		switch uf := f.(type) {
+		case *dir:
+			return f, nil // a listing: it lists what it lists
+		case *file:
+			if uf.hideWhiteouts {
+				return f, nil
+			}
+			p = uf.path
+		}
+		h := &storeFile{s: s, name: name, flag: flag, path: p}
+		h.f.Store(&fileRef{f})
+		s.hmu.Lock()
+		s.handles[h] = struct{}{}
+		s.hmu.Unlock()
+		return h, nil
 	}
 	s.wmu.Lock()
 	if err := s.usable("open", name); err != nil {
@@ -53,7 +75,9 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 	}
 	h := &storeFile{s: s, name: name, flag: flag, path: p}
 	h.f.Store(&fileRef{f})
+	s.hmu.Lock()
 	s.handles[h] = struct{}{}
+	s.hmu.Unlock()
 	var lsn wal.LSN
 	if flag&(os.O_CREATE|os.O_TRUNC) != 0 {
 		lsn, err = s.logOp(&o)
@@ -76,9 +100,19 @@ func (h *storeFile) WriteString(s string) (int, error)            { return h.Wri
 func (h *storeFile) Write(p []byte) (int, error)                  { return h.write(p, -1) }
 func (h *storeFile) WriteAt(p []byte, off int64) (n int, e error) { return h.write(p, off) }
 
+// readOnly reports whether the file was opened for reading only: its
+// writes fail in the file itself, as os's do.
+func (h *storeFile) readOnly() bool { return h.flag&(os.O_WRONLY|os.O_RDWR) == 0 }
+
 // write writes p at off, or at the file's offset when off is -1, and
 // logs what was written at the offset it landed at.
 func (h *storeFile) write(p []byte, off int64) (int, error) {
+	if h.readOnly() {
+		if off >= 0 {
+			return h.file().WriteAt(p, off)
+		}
+		return h.file().Write(p)
+	}
 	s := h.s
 	s.wmu.Lock()
 	if err := s.usable("write", h.name); err != nil {
@@ -126,6 +160,9 @@ func (h *storeFile) write(p []byte, off int64) (int, error) {
 }
 
 func (h *storeFile) Truncate(size int64) error {
+	if h.readOnly() {
+		return h.file().Truncate(size)
+	}
 	s := h.s
 	s.wmu.Lock()
 	if err := s.usable("truncate", h.name); err != nil {
@@ -152,21 +189,21 @@ func (h *storeFile) Sync() error {
 	if err := h.file().Sync(); err != nil {
 		return err
 	}
-	if h.s.opts.Sync == SyncNone {
+	if h.s.opts.Sync == SyncNone || h.s.opts.ReadOnly {
 		return nil
 	}
 	return h.s.Sync()
 }
 
 func (h *storeFile) Close() error {
-	h.s.wmu.Lock()
+	h.s.hmu.Lock()
 	delete(h.s.handles, h)
-	h.s.wmu.Unlock()
+	h.s.hmu.Unlock()
 	return h.file().Close()
 }
 
 // moveTo reopens the file in u, at the same offset: a checkpoint replaced
-// the union it was open in. s.wmu is held.
+// the union it was open in. s.wmu and s.hmu are held.
 func (h *storeFile) moveTo(u *FS) {
 	if h.path == "" {
 		return // nameless: it stays where it is, unreachable as on Linux
