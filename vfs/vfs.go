@@ -39,6 +39,7 @@ type FS interface {
 // File is an open file of an FS.
 type File interface {
 	io.Writer
+	io.WriterAt
 	io.ReaderAt
 	io.Closer
 	// Sync makes the file's contents and size durable.

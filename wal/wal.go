@@ -43,6 +43,12 @@ type Options struct {
 	// BufferSize is how many bytes Append gathers before writing them to
 	// the file without a sync. The default is 1 MiB.
 	BufferSize int
+	// Preallocate, when positive, extends a segment with zeros that many
+	// bytes at a time ahead of its records, so that a sync overwrites
+	// allocated blocks instead of growing the file: on ext4 an fdatasync
+	// that changes the size also commits the journal. Replay reads the
+	// zeros as a torn tail and cuts them off.
+	Preallocate int64
 }
 
 // Log is an open write-ahead log: a sequence of segment files in a
@@ -53,6 +59,7 @@ type Log struct {
 	fsys     vfs.FS
 	readOnly bool
 	bufSize  int
+	prealloc int64
 
 	// mu guards the fields below it: the segment being appended, the
 	// bytes not yet written to it, and the sticky error.
@@ -69,8 +76,9 @@ type Log struct {
 
 	// flushMu admits one writer of the segment file at a time: the group
 	// commit leader.
-	flushMu sync.Mutex
-	synced  atomic.Uint64 // an LSN: everything before it is durable
+	flushMu   sync.Mutex
+	allocated int64         // the segment file's size; guarded by flushMu
+	synced    atomic.Uint64 // an LSN: everything before it is durable
 }
 
 // Open replays the log in fsys and opens it for appending. apply gets
@@ -79,7 +87,7 @@ type Log struct {
 // or a transaction without its commit) ends the replay and is truncated
 // away. An error from apply stops Open and is returned.
 func Open(fsys vfs.FS, opts Options, apply func(entries [][]byte) error) (*Log, error) {
-	l := &Log{fsys: fsys, readOnly: opts.ReadOnly, bufSize: opts.BufferSize}
+	l := &Log{fsys: fsys, readOnly: opts.ReadOnly, bufSize: opts.BufferSize, prealloc: opts.Preallocate}
 	if l.bufSize <= 0 {
 		l.bufSize = 1 << 20
 	}
@@ -116,7 +124,7 @@ func Open(fsys vfs.FS, opts Options, apply func(entries [][]byte) error) (*Log, 
 		l.segs = append(l.segs, id)
 		l.size += end
 		if last {
-			l.id, l.written, l.durable = id, end, end
+			l.id, l.written, l.durable, l.allocated = id, end, end, end
 		}
 	}
 	if len(ids) == 0 {
@@ -128,9 +136,9 @@ func Open(fsys vfs.FS, opts Options, apply func(entries [][]byte) error) (*Log, 
 		}
 		l.segs = append(l.segs, l.id)
 		l.size = segHeaderSize
-		l.written, l.durable = segHeaderSize, segHeaderSize
+		l.written, l.durable, l.allocated = segHeaderSize, segHeaderSize, segHeaderSize
 	} else if !l.readOnly {
-		if l.seg, err = fsys.OpenFile(segmentName(l.id), os.O_WRONLY|os.O_APPEND, 0); err != nil {
+		if l.seg, err = fsys.OpenFile(segmentName(l.id), os.O_WRONLY, 0); err != nil {
 			return nil, err
 		}
 	}
@@ -222,6 +230,11 @@ func (l *Log) replaySegment(id uint64, last bool, apply func([][]byte) error) (i
 		}
 		off += r.size
 	}
+	if !last && inTx {
+		// A transaction never spans segments, and a segment is synced
+		// whole before the next is made.
+		return 0, fmt.Errorf("%w: %s ends inside a transaction", ErrCorrupt, name)
+	}
 	if good < len(b) && !l.readOnly {
 		// The tail holds a torn record or an uncommitted transaction.
 		if err := l.truncate(name, int64(good)); err != nil {
@@ -268,7 +281,7 @@ func (l *Log) truncate(name string, size int64) error {
 // create makes segment id durable with its header, and makes it the
 // segment appended to.
 func (l *Log) create(id uint64) error {
-	f, err := l.fsys.OpenFile(segmentName(id), os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := l.fsys.OpenFile(segmentName(id), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
@@ -277,7 +290,7 @@ func (l *Log) create(id uint64) error {
 
 // recreate writes segment id's header over a torn one.
 func (l *Log) recreate(id uint64) error {
-	f, err := l.fsys.OpenFile(segmentName(id), os.O_WRONLY|os.O_APPEND|os.O_TRUNC, 0)
+	f, err := l.fsys.OpenFile(segmentName(id), os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
 		return err
 	}
@@ -287,7 +300,7 @@ func (l *Log) recreate(id uint64) error {
 // start writes segment id's header to f, makes it and its name durable,
 // and makes f the segment appended to.
 func (l *Log) start(f vfs.File, id uint64) error {
-	_, err := f.Write(segmentHeader(id))
+	_, err := f.WriteAt(segmentHeader(id), 0)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -299,6 +312,7 @@ func (l *Log) start(f vfs.File, id uint64) error {
 		return err
 	}
 	l.seg = f
+	l.allocated = segHeaderSize
 	return nil
 }
 
@@ -420,8 +434,11 @@ func (l *Log) flush(upTo LSN) error {
 	l.mu.Unlock()
 
 	var err error
-	if len(data) > 0 {
-		_, err = seg.Write(data)
+	if end := at + int64(len(data)); l.prealloc > 0 && end > l.allocated {
+		err = l.extend(seg, end)
+	}
+	if err == nil && len(data) > 0 {
+		_, err = seg.WriteAt(data, at)
 	}
 	if err == nil && sync {
 		err = seg.Sync()
@@ -440,6 +457,23 @@ func (l *Log) flush(upTo LSN) error {
 		}
 		l.mu.Unlock()
 		l.synced.Store(uint64(lsn(id, at+int64(len(data)))))
+	}
+	return nil
+}
+
+// zeros is what a segment is extended with.
+var zeros = make([]byte, 64<<10)
+
+// extend writes zeros to the segment, from its end past end, in steps of
+// the preallocation size; l.flushMu is held.
+func (l *Log) extend(seg vfs.File, end int64) error {
+	to := (end/l.prealloc + 1) * l.prealloc
+	for l.allocated < to {
+		n := min(int64(len(zeros)), to-l.allocated)
+		if _, err := seg.WriteAt(zeros[:n], l.allocated); err != nil {
+			return err
+		}
+		l.allocated += n
 	}
 	return nil
 }
@@ -464,8 +498,20 @@ func (l *Log) Rotate() (uint64, error) {
 		return 0, errors.New("wal: Rotate raced with Append; the caller must hold appends")
 	}
 	old := l.seg
+	if l.allocated > l.written {
+		// Cut the preallocated zeros off before a segment follows: only
+		// the last segment may end in anything but a record.
+		if err := old.Truncate(l.written); err != nil {
+			l.err = err
+			return 0, err
+		}
+		if err := old.Sync(); err != nil {
+			l.err = err
+			return 0, err
+		}
+	}
 	next := l.id + 1
-	f, err := l.fsys.OpenFile(segmentName(next), os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := l.fsys.OpenFile(segmentName(next), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		l.err = err
 		return 0, err

@@ -86,12 +86,20 @@ func unitEqual(a, b unit) bool { return slices.EqualFunc(a, b, bytes.Equal) }
 // Sync returned.
 func TestCrashEveryOperation(t *testing.T) {
 	const units = 40
-	for _, keep := range []float64{0, 0.1, 0.5, 0.9} {
+	for _, prealloc := range []int64{0, 1000} {
+		for _, keep := range []float64{0, 0.1, 0.5, 0.9} {
+			crashEveryOperation(t, units, keep, prealloc)
+		}
+	}
+}
+
+func crashEveryOperation(t *testing.T, units int, keep float64, prealloc int64) {
+	{
 		for k := 0; ; k++ {
 			m := vfstest.NewMemFS()
 			m.CrashAt(k)
 			acked := 0
-			l, _, err := replayAll(t, m, Options{})
+			l, _, err := replayAll(t, m, Options{Preallocate: prealloc})
 			if err == nil {
 				for i := range units {
 					p, err := l.Append(makeUnit(i)...)
@@ -112,12 +120,12 @@ func TestCrashEveryOperation(t *testing.T) {
 			}
 			if !m.Crashed() {
 				if keep == 0 {
-					t.Logf("%d crash points", k)
+					t.Logf("preallocation %d: %d crash points", prealloc, k)
 				}
 				break
 			}
 			rec := m.Recover(vfstest.Torn{Keep: keep, Names: k%2 == 0, Rand: rand.New(rand.NewPCG(uint64(k), 1))})
-			l2, got, err := replayAll(t, rec, Options{})
+			l2, got, err := replayAll(t, rec, Options{Preallocate: prealloc})
 			if err != nil {
 				t.Fatalf("keep %.1f, crash at %d: reopen: %v", keep, k, err)
 			}
@@ -136,7 +144,7 @@ func TestCrashEveryOperation(t *testing.T) {
 			if err := l2.Close(); err != nil {
 				t.Fatal(err)
 			}
-			_, again, err := replayAll(t, rec, Options{})
+			_, again, err := replayAll(t, rec, Options{Preallocate: prealloc})
 			if err != nil || len(again) != len(got)+1 {
 				t.Fatalf("keep %.1f, crash at %d: second replay: %v, %d units, want %d", keep, k, err, len(again), len(got)+1)
 			}

@@ -90,6 +90,11 @@ func (f *countingFile) Write(p []byte) (int, error) {
 	return f.File.Write(p)
 }
 
+func (f *countingFile) WriteAt(p []byte, off int64) (int, error) {
+	f.c.bytes.Add(int64(len(p)))
+	return f.File.WriteAt(p, off)
+}
+
 func (f *countingFile) Sync() error {
 	f.c.syncs.Add(1)
 	return f.File.Sync()

@@ -120,6 +120,13 @@ func (ff *faultyFile) Write(p []byte) (int, error) {
 	return ff.File.Write(p)
 }
 
+func (ff *faultyFile) WriteAt(p []byte, off int64) (int, error) {
+	if err := ff.f.fail("write", ff.name); err != nil {
+		return 0, err
+	}
+	return ff.File.WriteAt(p, off)
+}
+
 func (ff *faultyFile) ReadAt(p []byte, off int64) (int, error) {
 	if err := ff.f.fail("read", ff.name); err != nil {
 		return 0, err

@@ -420,6 +420,28 @@ func (f *memFile) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	if err := f.check("write"); err != nil {
+		return 0, err
+	}
+	if err := f.m.step("write %s %d", f.name, len(p)); err != nil {
+		return 0, &fs.PathError{Op: "write", Path: f.name, Err: err}
+	}
+	if f.flag&(os.O_WRONLY|os.O_RDWR) == 0 || f.flag&os.O_APPEND != 0 || off < 0 {
+		return 0, &fs.PathError{Op: "write", Path: f.name, Err: syscall.EBADF}
+	}
+	ino := f.ino
+	end := int(off) + len(p)
+	if end > len(ino.data) {
+		ino.data = append(ino.data, make([]byte, end-len(ino.data))...)
+	}
+	copy(ino.data[off:], p)
+	ino.dirty = min(ino.dirty, int(off))
+	return len(p), nil
+}
+
 func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
