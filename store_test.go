@@ -431,9 +431,15 @@ func TestStoreTransactionVisibility(t *testing.T) {
 	mustDo(t, s.WriteFile("a", []byte("0"), 0o644))
 	mustDo(t, s.WriteFile("b", []byte("0"), 0o644))
 	done := make(chan struct{})
+	stopWriter := make(chan struct{})
 	go func() {
 		defer close(done)
 		for i := 1; i <= 300; i++ {
+			select {
+			case <-stopWriter:
+				return
+			default:
+			}
 			v := []byte(fmt.Sprint(i))
 			mustDo(t, s.Update(func(tx *packfs.Tx) error {
 				if err := tx.WriteFile("a", v, 0o644); err != nil {
@@ -451,10 +457,12 @@ func TestStoreTransactionVisibility(t *testing.T) {
 		}
 		snap, err := s.Snapshot()
 		mustDo(t, err)
-		a, _ := snap.ReadFile("a")
-		b, _ := snap.ReadFile("b")
-		if string(a) != string(b) {
-			t.Fatalf("a reader saw half a transaction: a=%s b=%s", a, b)
+		a, aerr := snap.ReadFile("a")
+		b, berr := snap.ReadFile("b")
+		if string(a) != string(b) || aerr != nil || berr != nil {
+			close(stopWriter)
+			<-done
+			t.Fatalf("a reader saw half a transaction: a=%s (%v) b=%s (%v)", a, aerr, b, berr)
 		}
 	}
 }

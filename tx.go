@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/packfs/packfs/layer"
+	"github.com/packfs/packfs/wal"
 )
 
 // Tx is a transaction of a Store: the changes made through it apply
@@ -31,19 +32,34 @@ type Tx struct {
 // go on meanwhile, and see a transaction's changes all at once, when it
 // applies. A file opened before then sees them one by one.
 func (s *Store) Update(fn func(tx *Tx) error) error {
-	s.wmu.Lock()
-	locked := true
-	defer func() {
-		if locked {
-			s.wmu.Unlock()
-		}
-	}()
-	if err := s.usable("update", "."); err != nil {
+	p, err := s.update(fn)
+	if err != nil || p == 0 {
 		return err
+	}
+	if s.opts.Sync != SyncNone {
+		if err := s.sync(p); err != nil {
+			return err
+		}
+	}
+	s.maybeCheckpoint()
+	return nil
+}
+
+// update runs the transaction and logs it, returning where its unit ends
+// in the log (0: it changed nothing).
+func (s *Store) update(fn func(tx *Tx) error) (wal.LSN, error) {
+	if s.opts.Sync != SyncNone {
+		s.inflight.Add(1)
+		defer s.inflight.Add(-1)
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.usable("update", "."); err != nil {
+		return 0, err
 	}
 	snap, err := s.live.Load().Snapshot()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	tx := &Tx{s: s}
 	mode := fs.ModeDir | 0o755
@@ -55,22 +71,28 @@ func (s *Store) Update(fn func(tx *Tx) error) error {
 	tx.fs = New(newUpper(func() time.Time { return tx.now }, mode), snap.layers...)
 	defer func() { tx.done = true }()
 	if err := fn(tx); err != nil {
-		return err
+		return 0, err
 	}
 	tx.done = true
 	if len(tx.ops) == 0 {
-		return nil
+		return 0, nil
 	}
 	entries := make([][]byte, len(tx.ops))
 	s.frozen.Store(snap) // readers see the state before the transaction
-	defer s.frozen.Store(nil)
+	s.applying.Add(1)
+	defer func() {
+		if s.applying.Load()%2 == 1 {
+			s.applying.Add(1)
+		}
+		s.frozen.Store(nil)
+	}()
 	for i, o := range tx.ops {
 		s.now = time.Unix(0, o.time)
 		if err := s.applyLive(o); err != nil {
 			// The change applied to the snapshot, so it must apply here:
 			// if not, memory and log disagree, and only a reopen mends it.
 			s.err = fmt.Errorf("packfs: transaction change %d of %d does not apply to the store: %w", i+1, len(tx.ops), err)
-			return s.err
+			return 0, s.err
 		}
 		entries[i] = o.encode(nil)
 		if s.tail != nil {
@@ -80,18 +102,11 @@ func (s *Store) Update(fn func(tx *Tx) error) error {
 	p, err := s.log.Append(entries...)
 	if err != nil {
 		s.err = err
-		return err
+		return 0, err
 	}
+	s.applying.Add(1)
 	s.frozen.Store(nil) // and now the state after it
-	s.wmu.Unlock()
-	locked = false
-	if s.opts.Sync != SyncNone {
-		if err := s.log.Sync(p); err != nil {
-			return err
-		}
-	}
-	s.maybeCheckpoint()
-	return nil
+	return p, nil
 }
 
 // change applies o to the transaction's view and records it.
