@@ -69,6 +69,7 @@ type Log struct {
 	written int64  // bytes of the segment handed to the file
 	durable int64  // bytes of the segment known durable
 	buf     []byte // bytes after written
+	spare   []byte // the buffer the last flush wrote, for reuse
 	err     error  // sticky: a write or sync failed
 	closed  bool
 	segs    []uint64 // the live segments, oldest first
@@ -428,7 +429,7 @@ func (l *Log) flush(upTo LSN) error {
 		return err
 	}
 	data := l.buf
-	l.buf = nil
+	l.buf, l.spare = l.spare[:0], nil
 	seg, id, at := l.seg, l.id, l.written
 	l.written += int64(len(data))
 	l.mu.Unlock()
@@ -450,12 +451,15 @@ func (l *Log) flush(upTo LSN) error {
 		l.mu.Unlock()
 		return err
 	}
+	l.mu.Lock()
+	if sync && l.id == id {
+		l.durable = at + int64(len(data))
+	}
+	if cap(data) <= 4*l.bufSize {
+		l.spare = data[:0] // written: its bytes may be reused
+	}
+	l.mu.Unlock()
 	if sync {
-		l.mu.Lock()
-		if l.id == id {
-			l.durable = at + int64(len(data))
-		}
-		l.mu.Unlock()
 		l.synced.Store(uint64(lsn(id, at+int64(len(data)))))
 	}
 	return nil
