@@ -212,7 +212,7 @@ func (s *Store) open(dir string) error {
 	if _, ok := s.dir.(interface{ Path(string) string }); ok {
 		prealloc = 1 << 20
 	}
-	s.log, err = wal.Open(s.dir, wal.Options{First: man.wal, ReadOnly: s.opts.ReadOnly, Preallocate: prealloc}, s.replay)
+	s.log, err = wal.Open(s.dir, wal.Options{First: man.wal, ReadOnly: s.opts.ReadOnly, Preallocate: prealloc, Gather: s.gather}, s.replay)
 	if err != nil {
 		return err
 	}
@@ -356,14 +356,20 @@ func (s *Store) done(p wal.LSN, err error) error {
 
 // sync makes the log durable up to p. Commits already on their way to
 // the log reach it within microseconds, where a sync takes hundreds: the
-// committer lets them in first, so that they share its fdatasync rather
-// than wait for it and need one of their own.
-func (s *Store) sync(p wal.LSN) error {
-	for i := 0; i < 64 && s.inflight.Load() > 0; i++ {
+// committer that syncs for everyone lets them in first (gather), so that
+// they share its fdatasync rather than wait for it and need their own.
+func (s *Store) sync(p wal.LSN) error { return s.log.Sync(p) }
+
+// gather is the log's Gather: the committer that is about to sync for
+// everyone waits, a bounded moment, for the commits on their way.
+func (s *Store) gather() {
+	for start := time.Now(); s.inflight.Load() > 0 && time.Since(start) < gatherWait; {
 		runtime.Gosched()
 	}
-	return s.log.Sync(p)
 }
+
+// gatherWait bounds how long a committer waits for commits in flight.
+const gatherWait = 300 * time.Microsecond
 
 // change applies o to the live union and logs it.
 func (s *Store) change(o op, opName string) error {

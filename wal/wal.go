@@ -49,6 +49,11 @@ type Options struct {
 	// that changes the size also commits the journal. Replay reads the
 	// zeros as a torn tail and cuts them off.
 	Preallocate int64
+	// Gather, if set, is called by the committer about to write and sync
+	// for all that wait, just before it takes the appended bytes: it may
+	// wait a moment for appends it knows are coming, so that they share
+	// this sync instead of needing the next.
+	Gather func()
 }
 
 // Log is an open write-ahead log: a sequence of segment files in a
@@ -60,6 +65,7 @@ type Log struct {
 	readOnly bool
 	bufSize  int
 	prealloc int64
+	gather   func()
 
 	// mu guards the fields below it: the segment being appended, the
 	// bytes not yet written to it, and the sticky error.
@@ -72,8 +78,9 @@ type Log struct {
 	spare   []byte // the buffer the last flush wrote, for reuse
 	err     error  // sticky: a write or sync failed
 	closed  bool
-	segs    []uint64 // the live segments, oldest first
-	size    int64    // bytes in the live segments, buffered included
+	syncing chan struct{} // closed when the leader's sync ends; nil: none runs
+	segs    []uint64      // the live segments, oldest first
+	size    int64         // bytes in the live segments, buffered included
 
 	// flushMu admits one writer of the segment file at a time: the group
 	// commit leader.
@@ -88,7 +95,7 @@ type Log struct {
 // or a transaction without its commit) ends the replay and is truncated
 // away. An error from apply stops Open and is returned.
 func Open(fsys vfs.FS, opts Options, apply func(entries [][]byte) error) (*Log, error) {
-	l := &Log{fsys: fsys, readOnly: opts.ReadOnly, bufSize: opts.BufferSize, prealloc: opts.Preallocate}
+	l := &Log{fsys: fsys, readOnly: opts.ReadOnly, bufSize: opts.BufferSize, prealloc: opts.Preallocate, gather: opts.Gather}
 	if l.bufSize <= 0 {
 		l.bufSize = 1 << 20
 	}
@@ -393,15 +400,34 @@ func (l *Log) Size() int64 {
 // kernel may have dropped the dirty pages and a retry would report
 // success for data that is gone. Reopen the log to go on.
 func (l *Log) Sync(p LSN) error {
-	if LSN(l.synced.Load()) >= p {
-		return l.stickyErr()
-	}
 	for LSN(l.synced.Load()) < p {
-		if err := l.flush(p); err != nil {
+		// One committer at a time writes and syncs for all: the leader.
+		// The others wait for its sync to end, all woken together, and
+		// then either are served or elect the next leader, who gathers
+		// what they append meanwhile.
+		l.mu.Lock()
+		if err := l.usable(); err != nil {
+			l.mu.Unlock()
+			return err
+		}
+		if done := l.syncing; done != nil {
+			l.mu.Unlock()
+			<-done
+			continue
+		}
+		done := make(chan struct{})
+		l.syncing = done
+		l.mu.Unlock()
+		err := l.flush(p)
+		l.mu.Lock()
+		l.syncing = nil
+		l.mu.Unlock()
+		close(done)
+		if err != nil {
 			return err
 		}
 	}
-	return nil
+	return l.stickyErr()
 }
 
 // SyncAll makes every append so far durable.
@@ -422,6 +448,9 @@ func (l *Log) flush(upTo LSN) error {
 	sync := upTo != 0
 	if sync && LSN(l.synced.Load()) >= upTo {
 		return l.stickyErr()
+	}
+	if sync && l.gather != nil {
+		l.gather()
 	}
 	l.mu.Lock()
 	if err := l.usable(); err != nil {
