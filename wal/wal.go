@@ -27,6 +27,9 @@ type LSN uint64
 
 const offsetBits = 40
 
+// maxSegments bounds segment ids, so that positions stay ordered.
+const maxSegments = 1 << (64 - offsetBits)
+
 func lsn(id uint64, off int64) LSN { return LSN(id<<offsetBits | uint64(off)) }
 
 // Segment returns the id of the segment the position is in.
@@ -95,6 +98,9 @@ type Log struct {
 // or a transaction without its commit) ends the replay and is truncated
 // away. An error from apply stops Open and is returned.
 func Open(fsys vfs.FS, opts Options, apply func(entries [][]byte) error) (*Log, error) {
+	if opts.First >= maxSegments {
+		return nil, fmt.Errorf("%w: segment %d: ids end at %d", ErrCorrupt, opts.First, uint64(maxSegments-1))
+	}
 	l := &Log{fsys: fsys, readOnly: opts.ReadOnly, bufSize: opts.BufferSize, prealloc: opts.Preallocate, gather: opts.Gather}
 	if l.bufSize <= 0 {
 		l.bufSize = 1 << 20
@@ -107,7 +113,7 @@ func Open(fsys vfs.FS, opts Options, apply func(entries [][]byte) error) (*Log, 
 	for _, n := range names {
 		id, ok := parseSegmentName(n)
 		switch {
-		case !ok:
+		case !ok || id >= maxSegments:
 		case id < opts.First:
 			if !l.readOnly {
 				if err := fsys.Remove(n); err != nil {
@@ -544,6 +550,9 @@ func (l *Log) Rotate() (uint64, error) {
 		}
 	}
 	next := l.id + 1
+	if next >= maxSegments {
+		return 0, fmt.Errorf("wal: segment ids exhausted at %d", l.id)
+	}
 	f, err := l.fsys.OpenFile(segmentName(next), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		l.err = err

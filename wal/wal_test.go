@@ -325,3 +325,19 @@ func FuzzReplay(f *testing.F) {
 		}
 	})
 }
+
+// TestSegmentIDBound: ids past what a position can hold are refused, not
+// wrapped.
+func TestSegmentIDBound(t *testing.T) {
+	if _, _, err := replayAll(t, vfstest.NewMemFS(), Options{First: maxSegments}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("first segment past the bound: %v", err)
+	}
+	l, _, err := replayAll(t, vfstest.NewMemFS(), Options{First: maxSegments - 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.Rotate(); err == nil {
+		t.Fatal("rotation past the last id succeeded")
+	}
+}
