@@ -106,6 +106,22 @@ const (
 	zeroMtime
 )
 
+// chtimesOp is the change Chtimes makes.
+func chtimesOp(name string, atime, mtime time.Time) op {
+	o := op{kind: opChtimes, path: name}
+	if atime.IsZero() {
+		o.c |= zeroAtime
+	} else {
+		o.a = atime.UnixNano()
+	}
+	if mtime.IsZero() {
+		o.c |= zeroMtime
+	} else {
+		o.b = mtime.UnixNano()
+	}
+	return o
+}
+
 func timeOrZero(ns int64, zero bool) time.Time {
 	if zero {
 		return time.Time{}

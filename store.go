@@ -581,16 +581,5 @@ func (s *Store) WriteFile(name string, data []byte, perm fs.FileMode) error {
 
 // Chtimes changes name's times; a zero time leaves that one unchanged.
 func (s *Store) Chtimes(name string, atime, mtime time.Time) error {
-	o := op{kind: opChtimes, path: name}
-	if atime.IsZero() {
-		o.c |= zeroAtime
-	} else {
-		o.a = atime.UnixNano()
-	}
-	if mtime.IsZero() {
-		o.c |= zeroMtime
-	} else {
-		o.b = mtime.UnixNano()
-	}
-	return s.change(o, "chtimes")
+	return s.change(chtimesOp(name, atime, mtime), "chtimes")
 }

@@ -164,16 +164,5 @@ func (tx *Tx) Chmod(name string, mode fs.FileMode) error {
 
 // Chtimes changes name's times; a zero time leaves that one unchanged.
 func (tx *Tx) Chtimes(name string, atime, mtime time.Time) error {
-	o := op{kind: opChtimes, path: name}
-	if atime.IsZero() {
-		o.c |= zeroAtime
-	} else {
-		o.a = atime.UnixNano()
-	}
-	if mtime.IsZero() {
-		o.c |= zeroMtime
-	} else {
-		o.b = mtime.UnixNano()
-	}
-	return tx.change(o, "chtimes")
+	return tx.change(chtimesOp(name, atime, mtime), "chtimes")
 }
