@@ -125,23 +125,39 @@ func exercise(t *testing.T, data []byte) {
 	_, _ = r.Stat("dir/link/x")
 }
 
-// fixCRC recomputes the footer CRC of a pack-shaped data so that fuzzing
-// reaches the record checks behind it.
+// fixCRC recomputes the check table and the footer CRC of a pack-shaped
+// data so that fuzzing reaches the record checks behind them. It returns
+// nil when the footer does not describe a layout it can fix.
 func fixCRC(data []byte) []byte {
 	if len(data) < 128 {
 		return nil
 	}
 	d := bytes.Clone(data)
-	foot := d[len(d)-64:]
-	idx := binary.LittleEndian.Uint64(foot[0:])
-	if idx < 64 || idx > uint64(len(d)-64) {
+	size := uint64(len(d))
+	foot := d[size-64:]
+	le := binary.LittleEndian
+	idx, count, strOff, strSize := le.Uint64(foot[0:]), le.Uint64(foot[8:]), le.Uint64(foot[16:]), le.Uint64(foot[24:])
+	if idx < 64 || idx > size-64 || count > size/64 || strOff != idx+72*count || strSize > size || strOff+strSize > size-64 {
+		return nil
+	}
+	blocks := func(n uint64) uint64 { return (n + 4095) / 4096 }
+	tabOff := strOff + strSize
+	if tabOff+4*(blocks(64*count)+blocks(8*count)+blocks(strSize)) != size-64 {
 		return nil
 	}
 	tab := crc32.MakeTable(crc32.Castagnoli)
+	pos := tabOff
+	for _, region := range [][]byte{d[idx : idx+64*count], d[idx+64*count : strOff], d[strOff:tabOff]} {
+		for len(region) > 0 {
+			n := min(len(region), 4096)
+			le.PutUint32(d[pos:], crc32.Checksum(region[:n], tab))
+			pos += 4
+			region = region[n:]
+		}
+	}
 	crc := crc32.Update(0, tab, d[:64])
-	crc = crc32.Update(crc, tab, d[idx:len(d)-64])
 	crc = crc32.Update(crc, tab, foot[:48])
-	binary.LittleEndian.PutUint32(foot[48:], crc)
+	le.PutUint32(foot[48:], crc)
 	return d
 }
 

@@ -24,19 +24,24 @@
 //
 // A pack is a header, a data region of deduplicated contents (each 8-byte
 // aligned), an index of 64-byte records in breadth-first order (so each
-// directory's children are one sorted, binary-searchable run), a string
-// table and a footer; see FORMAT.md next to this file. Opening costs one
-// CRC-32C pass over header, index and strings and no per-entry work: a
-// lookup of a path with d elements in directories of k entries reads
-// O(d log k) records.
+// directory's children are one sorted, binary-searchable run), a key table
+// of 8-byte name prefixes that lookups search, a string table, a check
+// table and a footer; see FORMAT.md next to this file. Opening reads
+// header, footer and the root's block and costs the same for ten entries
+// or a million: a lookup of a path with d elements in directories of k
+// entries reads O(d log k) keys and O(d) records, and the first read that
+// touches a 4 KiB block of the index, key or string table checks that
+// block's CRC-32C, once.
 //
 // # Integrity
 //
 // A truncated, bit-flipped or crafted pack gives an error wrapping
-// [ErrCorrupt] at Open or at the read that touches the damaged part: record
-// fields are checked when decoded, and a content's CRC-32C is checked
-// before any of it is returned. [Reader.Verify] checks everything,
-// including each content's SHA-256.
+// [ErrCorrupt] at Open or at the read that touches the damaged part: each
+// block of the index, key and string tables is checked against its
+// CRC-32C when first touched, record fields are checked when decoded, and
+// a content's CRC-32C is checked before any of it is returned. [Reader.Verify] checks
+// everything, including each content's SHA-256 and the zero padding
+// between contents.
 //
 // # Concurrency
 //
@@ -56,5 +61,8 @@
 //     modified, which avoids this.
 //   - Modification times are stored in Unix nanoseconds: times before 1678
 //     or after 2262 do not round-trip.
-//   - Padding bytes between contents are not checked.
+//   - Padding bytes between contents are checked by Verify only: reads
+//     never touch them.
+//   - DirEntry.Info of an entry from ReadDir decodes the entry when called,
+//     as os does, and fails with fs.ErrClosed after Close.
 package packreader

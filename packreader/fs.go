@@ -153,7 +153,11 @@ func (r *Reader) ReadLink(name string) (string, error) {
 	if rc.Type != packformat.TypeSymlink {
 		return "", pathErr("readlink", name, syscall.EINVAL)
 	}
-	return r.target(rc), nil
+	target, err := r.target(rc)
+	if err != nil {
+		return "", pathErr("readlink", name, err)
+	}
+	return target, nil
 }
 
 // Opaque reports whether the directory dir is marked opaque (it holds a

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/packfs/packfs/internal/packformat"
 )
@@ -38,14 +39,28 @@ type Reader struct {
 	footer  packformat.Footer
 	count   uint64
 	index   []byte // count records
+	keys    []byte // the key table: count big-endian name prefixes
 	strs    []byte // the string table
+	table   []byte // the check table: a CRC-32C per index, key and string block
 	dataEnd uint64 // end of the data region (= index offset)
+
+	// Block b of the check table is index block b if b < keyBase, key
+	// block b-keyBase if b < strBase, else string block b-strBase.
+	keyBase, strBase uint64
+	// checked has bit b set once block b matched its CRC-32C; nChecked
+	// counts the bits set, and allChecked is set once all are.
+	checked    []atomic.Uint64
+	nChecked   atomic.Uint64
+	allChecked atomic.Bool
+	root       packformat.Record // record 0, checked at open
 }
 
 // Open maps the pack file name into memory and validates its header,
-// footer and the CRC-32C of header, index and string table. It does no
-// work per entry: opening a pack of a million entries costs one checksum
-// pass over its index. Contents are checked when first read.
+// footer and layout and the root entry, which it reads with pread rather
+// than through the mapping. The index, key and string tables are checked
+// block by block when a read first touches them, and contents when first
+// read: opening a pack of a million entries costs a few system calls, not
+// a pass over its index.
 func Open(name string) (*Reader, error) {
 	f, err := os.Open(name)
 	if err != nil {
@@ -57,59 +72,118 @@ func Open(name string) (*Reader, error) {
 		return nil, err
 	}
 	size := fi.Size()
-	if size < packformat.HeaderSize+packformat.FooterSize {
-		return nil, &os.PathError{Op: "open", Path: name, Err: corrupt("file of %d bytes is too short", size)}
-	}
 	if int64(int(size)) != size {
 		return nil, &os.PathError{Op: "open", Path: name, Err: errors.New("packreader: pack too large to map")}
+	}
+	r := &Reader{size: uint64(size)}
+	if err := r.load(f); err != nil {
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	// Block 0 holds the root record. Reading it and its CRC with pread
+	// keeps the mapping untouched until a lookup needs it.
+	b0 := make([]byte, min(packformat.BlockSize, r.count*packformat.RecordSize)+packformat.CRCSize)
+	crc0 := b0[len(b0)-packformat.CRCSize:]
+	b0 = b0[:len(b0)-packformat.CRCSize]
+	if err := readFull(f, b0, int64(r.footer.IndexOff)); err != nil {
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	if err := readFull(f, crc0, int64(r.footer.StringsOff+r.footer.StringsSize)); err != nil {
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	if err := r.checkRoot(b0, binary.LittleEndian.Uint32(crc0)); err != nil {
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
 	data, err := mmap(f, int(size))
 	if err != nil {
 		return nil, &os.PathError{Op: "mmap", Path: name, Err: err}
 	}
-	r := &Reader{mapped: data, unmap: munmap, size: uint64(size)}
-	hdr := data[:packformat.HeaderSize]
-	foot := data[size-packformat.FooterSize:]
-	if err := r.init(hdr, foot); err != nil {
-		_ = munmap(data)
-		return nil, &os.PathError{Op: "open", Path: name, Err: err}
-	}
-	meta := data[r.footer.IndexOff : size-packformat.FooterSize]
-	if err := r.setMeta(hdr, meta, foot); err != nil {
-		_ = munmap(data)
-		return nil, &os.PathError{Op: "open", Path: name, Err: err}
-	}
+	r.mapped, r.unmap = data, munmap
+	r.setMeta(data[r.footer.IndexOff : size-packformat.FooterSize])
 	return r, nil
 }
 
 // OpenReaderAt serves the pack of size bytes read through ra, without
-// mmap. It reads the index and string table into memory (at most size
-// bytes) and validates them as Open does; contents are read through ra on
-// demand. The caller keeps ra open until Close and closes it after.
+// mmap. It reads the index, key, string and check tables into memory (at
+// most size bytes) and validates the pack as Open does, checking blocks
+// as reads touch them; contents are read through ra on demand. The caller
+// keeps ra open until Close and closes it after.
 func OpenReaderAt(ra io.ReaderAt, size int64) (*Reader, error) {
-	if size < packformat.HeaderSize+packformat.FooterSize {
-		return nil, corrupt("pack of %d bytes is too short", size)
+	if size < 0 {
+		return nil, corrupt("negative size %d", size)
+	}
+	r := &Reader{ra: ra, size: uint64(size)}
+	if err := r.load(ra); err != nil {
+		return nil, err
+	}
+	meta := make([]byte, r.size-packformat.FooterSize-r.footer.IndexOff)
+	if err := readFull(ra, meta, int64(r.footer.IndexOff)); err != nil {
+		return nil, err
+	}
+	r.setMeta(meta)
+	if err := r.checkRoot(r.index[:min(packformat.BlockSize, len(r.index))], binary.LittleEndian.Uint32(r.table)); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// load reads and validates the header, the footer and the layout they
+// describe.
+func (r *Reader) load(ra io.ReaderAt) error {
+	if r.size < packformat.HeaderSize+packformat.FooterSize {
+		return corrupt("file of %d bytes is too short", r.size)
 	}
 	hdr := make([]byte, packformat.HeaderSize)
 	foot := make([]byte, packformat.FooterSize)
 	if err := readFull(ra, hdr, 0); err != nil {
-		return nil, err
+		return err
 	}
-	if err := readFull(ra, foot, size-packformat.FooterSize); err != nil {
-		return nil, err
+	if err := readFull(ra, foot, int64(r.size-packformat.FooterSize)); err != nil {
+		return err
 	}
-	r := &Reader{ra: ra, size: uint64(size)}
 	if err := r.init(hdr, foot); err != nil {
-		return nil, err
+		return err
 	}
-	meta := make([]byte, uint64(size)-packformat.FooterSize-r.footer.IndexOff)
-	if err := readFull(ra, meta, int64(r.footer.IndexOff)); err != nil {
-		return nil, err
+	crc := crc32.Update(0, packformat.Castagnoli, hdr)
+	crc = crc32.Update(crc, packformat.Castagnoli, foot[:packformat.FooterCRCLen])
+	if crc != r.footer.CRC {
+		return corrupt("checksum mismatch in header or footer")
 	}
-	if err := r.setMeta(hdr, meta, foot); err != nil {
-		return nil, err
+	tableLen := packformat.TableSize(r.footer.Count, r.footer.StringsSize) / packformat.CRCSize
+	r.keyBase = packformat.Blocks(r.footer.Count * packformat.RecordSize)
+	r.strBase = r.keyBase + packformat.Blocks(r.footer.Count*packformat.KeySize)
+	r.checked = make([]atomic.Uint64, (tableLen+63)/64)
+	return nil
+}
+
+// checkRoot checks index block 0, given as b, against crc, its entry in
+// the check table, then the root record at its start, and marks the block
+// checked.
+func (r *Reader) checkRoot(b []byte, crc uint32) error {
+	if crc32.Checksum(b, packformat.Castagnoli) != crc {
+		return corrupt("index block 0 (the root): checksum mismatch")
 	}
-	return r, nil
+	root, err := r.decodeFrom(0, b)
+	if err != nil {
+		return err
+	}
+	if root.Type != packformat.TypeDir || root.NameLen != 0 || root.Parent != 0 {
+		return corrupt("root is not a directory")
+	}
+	r.root = root
+	r.markChecked(0)
+	return nil
+}
+
+// setMeta sets the index, the key table, the string table and the check
+// table from meta, the bytes from the index to the footer.
+func (r *Reader) setMeta(meta []byte) {
+	n := r.count * packformat.RecordSize
+	k := n + r.count*packformat.KeySize
+	m := k + r.footer.StringsSize
+	r.index = meta[:n:n]
+	r.keys = meta[n:k:k]
+	r.strs = meta[k:m:m]
+	r.table = meta[m:len(meta):len(meta)]
 }
 
 // readFull reads len(p) bytes at off; a short read means the pack is
@@ -142,40 +216,21 @@ func (r *Reader) init(hdr, foot []byte) error {
 	}
 	f := packformat.DecodeFooter(foot)
 	size := r.size
+	// Each bound below keeps the sums after it within 4·size, far from
+	// overflowing.
 	switch {
 	case f.DataSize > size || f.IndexOff != packformat.HeaderSize+f.DataSize || f.IndexOff%packformat.DataAlign != 0:
 		return corrupt("bad data size %d or index offset %d", f.DataSize, f.IndexOff)
 	case f.Count == 0 || f.Count > size/packformat.RecordSize || f.Count > 1<<32-1:
 		return corrupt("bad entry count %d", f.Count)
-	case f.StringsOff != f.IndexOff+f.Count*packformat.RecordSize:
+	case f.StringsOff != f.IndexOff+f.Count*(packformat.RecordSize+packformat.KeySize):
 		return corrupt("bad string table offset %d", f.StringsOff)
-	case f.StringsSize > size || f.StringsOff+f.StringsSize+packformat.FooterSize != size:
+	case f.StringsSize > size || f.StringsOff+f.StringsSize+packformat.TableSize(f.Count, f.StringsSize)+packformat.FooterSize != size:
 		return corrupt("bad string table size %d for a file of %d bytes", f.StringsSize, size)
 	}
 	r.footer = f
 	r.count = f.Count
 	r.dataEnd = f.IndexOff
-	return nil
-}
-
-// setMeta checks the CRC and sets the index and string table.
-func (r *Reader) setMeta(hdr, meta, foot []byte) error {
-	crc := crc32.Update(0, packformat.Castagnoli, hdr)
-	crc = crc32.Update(crc, packformat.Castagnoli, meta)
-	crc = crc32.Update(crc, packformat.Castagnoli, foot[:packformat.FooterCRCLen])
-	if crc != r.footer.CRC {
-		return corrupt("checksum mismatch in header, index or string table")
-	}
-	n := r.count * packformat.RecordSize
-	r.index = meta[:n:n]
-	r.strs = meta[n:]
-	root, err := r.rec(0)
-	if err != nil {
-		return err
-	}
-	if root.Type != packformat.TypeDir || root.NameLen != 0 || root.Parent != 0 {
-		return corrupt("root is not a directory")
-	}
 	return nil
 }
 
@@ -191,7 +246,7 @@ func (r *Reader) Close() error {
 		return &os.PathError{Op: "close", Path: "pack", Err: os.ErrClosed}
 	}
 	r.closed = true
-	r.index, r.strs = nil, nil
+	r.index, r.keys, r.strs, r.table = nil, nil, nil, nil
 	if r.mapped != nil {
 		m := r.mapped
 		r.mapped = nil

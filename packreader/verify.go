@@ -1,9 +1,12 @@
 package packreader
 
 import (
+	"cmp"
 	"crypto/sha256"
+	"encoding/binary"
 	"hash/crc32"
 	"io"
+	"slices"
 
 	"github.com/packfs/packfs/internal/packformat"
 	"github.com/packfs/packfs/layer"
@@ -59,23 +62,40 @@ func (r *Reader) Stats() (Stats, error) {
 	return s, nil
 }
 
-// Verify checks the whole pack: every record, the tree they form (each
+// Verify checks the whole pack: every block of the index, key table and
+// string table against the check table, every record, every key, the tree they form (each
 // entry listed exactly once, in its parent's sorted run), names, opaque
-// flags, the logical size in the footer, and every content against both
-// its CRC-32C and its SHA-256. It returns the first problem found,
-// wrapping ErrCorrupt. Verify holds off Close until it returns.
+// flags, the string table's layout, the logical size in the footer, every
+// content against both its CRC-32C and its SHA-256, and that every byte of
+// the data region outside the contents is zero. It returns the first
+// problem found, wrapping ErrCorrupt. Verify holds off Close until it
+// returns.
 func (r *Reader) Verify() error {
 	if err := r.rlock("verify", "."); err != nil {
 		return err
 	}
 	defer r.mu.RUnlock()
-	var logical uint64
+	if err := r.checkAll(); err != nil {
+		return err
+	}
+	var logical, strPos uint64
 	listed := uint64(1) // the root
 	checked := map[[3]uint64][16]byte{}
+	var spans []span // the distinct contents
 	for d := range r.count {
 		dr, err := r.rec(d)
 		if err != nil {
 			return err
+		}
+		// Names and targets fill the string table in index order, and
+		// each key is its name's.
+		if uint64(dr.NameOff) != strPos {
+			return corrupt("entry %d: name at %d, want %d", d, dr.NameOff, strPos)
+		}
+		strPos += uint64(dr.NameLen)
+		name := r.strs[dr.NameOff:strPos]
+		if binary.BigEndian.Uint64(r.keys[d*packformat.KeySize:]) != packformat.Key(string(name)) {
+			return corrupt("entry %d: key does not match its name %q", d, name)
 		}
 		switch dr.Type {
 		case packformat.TypeFile:
@@ -87,10 +107,19 @@ func (r *Reader) Verify() error {
 					return err
 				}
 				checked[key] = sum
+				if dr.Size > 0 {
+					spans = append(spans, span{dr.Off, dr.Size})
+				}
 			}
 			if sum != dr.Sum {
 				return corrupt("entry %d: content SHA-256 mismatch", d)
 			}
+			continue
+		case packformat.TypeSymlink:
+			if dr.Off != strPos {
+				return corrupt("entry %d: target at %d, want %d", d, dr.Off, strPos)
+			}
+			strPos += dr.Size
 			continue
 		case packformat.TypeDir:
 		default:
@@ -118,8 +147,52 @@ func (r *Reader) Verify() error {
 	if listed != r.count {
 		return corrupt("%d entries listed in directories, %d in the index", listed, r.count)
 	}
+	if strPos != uint64(len(r.strs)) {
+		return corrupt("string table of %d bytes, names and targets fill %d", len(r.strs), strPos)
+	}
 	if logical != r.footer.Logical {
 		return corrupt("footer logical size %d, entries sum to %d", r.footer.Logical, logical)
+	}
+	return r.checkPadding(spans)
+}
+
+// span is one stored content's place in the data region.
+type span struct{ off, size uint64 }
+
+// checkPadding checks that the contents do not overlap and that every
+// other byte of the data region is zero. The caller holds r.mu.
+func (r *Reader) checkPadding(spans []span) error {
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.off, b.off) })
+	pos := uint64(packformat.HeaderSize)
+	for _, s := range spans {
+		if s.off < pos {
+			return corrupt("content at %d overlaps the one before it", s.off)
+		}
+		if err := r.checkZero(pos, s.off); err != nil {
+			return err
+		}
+		pos = s.off + s.size
+	}
+	return r.checkZero(pos, r.dataEnd)
+}
+
+// checkZero checks that the file's bytes from lo to hi-1 are zero.
+func (r *Reader) checkZero(lo, hi uint64) error {
+	var buf [4 << 10]byte
+	for off := lo; off < hi; {
+		var b []byte
+		if r.mapped != nil {
+			b = r.mapped[off:hi]
+		} else {
+			b = buf[:min(hi-off, uint64(len(buf)))]
+			if err := readFull(r.ra, b, int64(off)); err != nil {
+				return err
+			}
+		}
+		if !allZero(b) {
+			return corrupt("nonzero padding between %d and %d", off, off+uint64(len(b)))
+		}
+		off += uint64(len(b))
 	}
 	return nil
 }

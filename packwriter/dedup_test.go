@@ -3,8 +3,10 @@ package packwriter
 import (
 	"bytes"
 	"crypto/sha256"
+	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -98,5 +100,53 @@ func TestDedup(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestDedupBatches writes enough small files to go through the hashing
+// goroutine in several batches, with large files between them (which
+// drain the queue): equal contents share storage, different ones do not,
+// and two writes give the same bytes.
+func TestDedupBatches(t *testing.T) {
+	big := bytes.Repeat([]byte("abcdefgh"), smallFile/8+1)
+	m := fstest.MapFS{}
+	for i := range 500 {
+		m[fmt.Sprintf("f%03d", i)] = &fstest.MapFile{Data: []byte(fmt.Sprint("content ", i%37))}
+		if i%150 == 0 {
+			m[fmt.Sprintf("f%03dbig", i)] = &fstest.MapFile{Data: append(bytes.Clone(big), byte(i%2))}
+		}
+	}
+	collide := func(c *config) { c.newHash = func() hash.Hash { return constHash{sha256.New()} } }
+	for _, opts := range [][]Option{nil, {collide}} {
+		var a, b bytes.Buffer
+		writeFS(t, &a, m, opts...)
+		writeFS(t, &b, m, opts...)
+		if !bytes.Equal(a.Bytes(), b.Bytes()) {
+			t.Fatal("two writes of the same tree differ")
+		}
+		off := offsets(t, a.Bytes())
+		byContent := map[string]uint64{}
+		for name, f := range m {
+			o, seen := byContent[string(f.Data)]
+			if !seen {
+				byContent[string(f.Data)] = off[name]
+			} else if o != off[name] {
+				t.Fatalf("%s: equal contents stored at %d and %d", name, o, off[name])
+			}
+		}
+		distinct := map[uint64]bool{}
+		for _, o := range byContent {
+			distinct[o] = true
+		}
+		if len(distinct) != len(byContent) {
+			t.Fatalf("%d distinct contents share %d offsets", len(byContent), len(distinct))
+		}
+	}
+}
+
+func writeFS(t *testing.T, w io.Writer, fsys fs.FS, opts ...Option) {
+	t.Helper()
+	if err := Write(w, fsys, opts...); err != nil {
+		t.Fatal(err)
 	}
 }

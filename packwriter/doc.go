@@ -31,10 +31,11 @@
 //
 // # Caveats
 //
-//   - Files up to 1 MiB are read once into a reused buffer; larger files are
-//     read twice (hash, then copy), and a file that changes between the two
-//     reads fails the write with [ErrChanged]. Writing from a snapshot
-//     avoids that.
+//   - Files up to 1 MiB are read once, with fs.ReadFile when the source
+//     has it (one lookup, no file handle) and into a reused buffer
+//     otherwise; larger files are read twice (hash, then copy), and a file
+//     that changes between the two reads fails the write with [ErrChanged].
+//     Writing from a snapshot avoids that.
 //   - The whole index (about 100 bytes per entry plus names) is held in
 //     memory until the end.
 //   - Devices, pipes and sockets are an error; so are names that are not

@@ -4,13 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash"
 	"hash/crc32"
 	"io"
 	"io/fs"
-	"path"
 	"slices"
 	"strings"
 
@@ -48,30 +48,46 @@ const smallFile = 1 << 20
 // ErrChanged reports that a source file changed while Write read it.
 var ErrChanged = errors.New("packwriter: source changed during write")
 
-// node is one entry of the tree being written.
+// node is one entry of the tree being written. A directory's children
+// are one slice, allocated once when the directory is read.
 type node struct {
 	name   string
-	rec    packformat.Record
 	target string
-	kids   []*node
+	rec    packformat.Record
+	kids   []node
 }
 
+// blob is one stored content.
 type blob struct {
+	sum       [32]byte
 	off, size uint64
 	path      string // source path of the first file with this content
+	next      int    // next blob whose hash starts with the same 8 bytes, or -1
 }
 
 type writer struct {
 	c       config
 	fsys    fs.FS
 	out     *bufio.Writer
-	ra      io.ReaderAt         // the destination, when it can be read back
-	off     uint64              // bytes written so far
-	blobs   map[[32]byte]blob   // the first content stored per hash
-	more    map[[32]byte][]blob // further contents with the same hash
+	ra      io.ReaderAt    // the destination, when it can be read back
+	off     uint64         // bytes written so far
+	blobs   [][]blob       // chunks of blobChunk: growing never copies
+	nblobs  int            // blobs stored
+	byHash  map[uint64]int // first 8 bytes of a hash -> its latest blob, plus one
 	buf     []byte
 	prog    Progress
 	logical uint64
+
+	// Small files waiting to be hashed and stored (see hash.go).
+	batch           []job
+	batchBytes      int
+	free            []job
+	hashIn, hashOut chan []job
+	inflight        int
+
+	// cmp holds the two buffers contents are compared through, made once:
+	// a tree of identical files compares once a file.
+	cmp *[2][32 << 10]byte
 }
 
 // Write writes a pack of fsys's whole tree to w in one pass: contents are
@@ -94,7 +110,7 @@ func Write(w io.Writer, fsys fs.FS, opts ...Option) error {
 	for _, o := range opts {
 		o(&c)
 	}
-	wr := &writer{c: c, fsys: fsys, out: bufio.NewWriterSize(w, 256<<10), blobs: map[[32]byte]blob{}, more: map[[32]byte][]blob{}}
+	wr := &writer{c: c, fsys: fsys, out: bufio.NewWriterSize(w, 64<<10), byHash: map[uint64]int{}}
 	if ra, ok := w.(io.ReaderAt); ok {
 		if s, ok := w.(io.Seeker); ok {
 			if pos, err := s.Seek(0, io.SeekCurrent); err == nil && pos == 0 {
@@ -119,7 +135,11 @@ func (w *writer) write() error {
 	}
 	root := &node{rec: packformat.Record{Type: packformat.TypeDir, Mode: uint32(fi.Mode() & packformat.ModeMask), Mtime: mtime(fi)}}
 	w.progress(".")
+	defer w.stopHashing()
 	if err := w.dir(root, "."); err != nil {
+		return err
+	}
+	if err := w.drain(); err != nil {
 		return err
 	}
 	return w.finish(root)
@@ -147,26 +167,47 @@ func (w *writer) dir(n *node, p string) error {
 	if err != nil {
 		return err
 	}
-	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	// ReadDirFS promises sorted names, and a sorted listing is checked in
+	// one comparison per entry; any other is sorted here.
+	for i := 1; i < len(ents); i++ {
+		if ents[i-1].Name() >= ents[i].Name() {
+			slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+			break
+		}
+	}
+	n.kids = make([]node, len(ents))
+	prev := ""
 	for i, e := range ents {
 		name := e.Name()
-		if i > 0 && ents[i-1].Name() == name {
+		if i > 0 && prev == name {
 			return &fs.PathError{Op: "readdir", Path: p, Err: fmt.Errorf("duplicate name %q", name)}
 		}
+		prev = name
 		if len(name) > packformat.MaxNameLen || name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
 			return &fs.PathError{Op: "readdir", Path: p, Err: fmt.Errorf("invalid name %q", name)}
 		}
-		cp := path.Join(p, name)
+		// name is a valid element, so joining needs no cleaning.
+		cp := name
+		if p != "." {
+			cp = p + "/" + name
+		}
 		fi, err := e.Info()
 		if err != nil {
 			return err
 		}
-		k := &node{name: name, rec: packformat.Record{Mode: uint32(fi.Mode() & packformat.ModeMask), Mtime: mtime(fi)}}
-		switch t := fi.Mode().Type(); {
+		mode := fi.Mode()
+		k := &n.kids[i]
+		k.name = name
+		k.rec = packformat.Record{Mode: uint32(mode & packformat.ModeMask), Mtime: mtime(fi)}
+		switch t := mode.Type(); {
 		case t == 0:
 			k.rec.Type = packformat.TypeFile
-			if err := w.file(k, cp, fi.Size()); err != nil {
+			queued, err := w.file(k, cp, fi.Size())
+			if err != nil {
 				return err
+			}
+			if queued {
+				continue // reported once stored
 			}
 		case t == fs.ModeDir:
 			k.rec.Type = packformat.TypeDir
@@ -177,7 +218,7 @@ func (w *writer) dir(n *node, p string) error {
 				return err
 			}
 			k.target = target
-		case layer.IsWhiteout(fi.Mode()):
+		case layer.IsWhiteout(mode):
 			k.rec.Type = packformat.TypeWhiteout
 			if name == layer.OpaqueName {
 				n.rec.Flags |= packformat.FlagOpaque
@@ -185,7 +226,6 @@ func (w *writer) dir(n *node, p string) error {
 		default:
 			return &fs.PathError{Op: "packwriter", Path: cp, Err: fmt.Errorf("unsupported file type %v", t)}
 		}
-		n.kids = append(n.kids, k)
 		w.progress(cp)
 		if k.rec.Type == packformat.TypeDir {
 			if err := w.dir(k, cp); err != nil {
@@ -196,33 +236,47 @@ func (w *writer) dir(n *node, p string) error {
 	return nil
 }
 
-// file stores the content of the regular file p.
-func (w *writer) file(k *node, p string, sizeHint int64) error {
+// file stores the content of the regular file p, or queues it to be
+// hashed and stored (small files).
+func (w *writer) file(k *node, p string, sizeHint int64) (queued bool, err error) {
 	if sizeHint <= smallFile {
-		data, err := w.readSmall(p)
+		data, err := w.readSmall(p, sizeHint)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if int64(len(data)) <= smallFile {
-			return w.storeSmall(k, p, data)
+			return true, w.queue(k, p, data)
 		}
 	}
-	return w.storeLarge(k, p)
+	// Contents are stored in the order of the tree: the queue first.
+	if err := w.drain(); err != nil {
+		return false, err
+	}
+	return false, w.storeLarge(k, p)
 }
 
-func (w *writer) readSmall(p string) ([]byte, error) {
+// readSmall reads p, expected to hold about sizeHint bytes, into a new
+// slice: through fs.ReadFile when the source has it (one lookup, no
+// handle), otherwise by Open and Read. A result over smallFile bytes means
+// the file grew.
+func (w *writer) readSmall(p string, sizeHint int64) ([]byte, error) {
+	if rf, ok := w.fsys.(fs.ReadFileFS); ok {
+		return rf.ReadFile(p)
+	}
 	f, err := w.fsys.Open(p)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if cap(w.buf) < smallFile+1 {
-		w.buf = make([]byte, smallFile+1)
-	}
-	buf := w.buf[:smallFile+1]
+	buf := make([]byte, max(sizeHint, 0)+1) // one more byte detects growth
 	n, err := io.ReadFull(f, buf)
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		err = nil
+	}
+	if err == nil && n == len(buf) && n <= smallFile {
+		// Longer than announced: read the rest, up to one byte over.
+		rest, rerr := io.ReadAll(io.LimitReader(f, int64(smallFile+1-n)))
+		return append(buf[:n:n], rest...), rerr
 	}
 	return buf[:n], err
 }
@@ -238,10 +292,13 @@ func (w *writer) sum(data []byte) [32]byte {
 	return s
 }
 
-func (w *writer) storeSmall(k *node, p string, data []byte) error {
-	sum := w.sum(data)
-	w.setFile(k, sum, crc32.Checksum(data, packformat.Castagnoli), uint64(len(data)))
-	for _, b := range w.candidates(sum) {
+// storeSmall stores data, the content of the file at p, whose SHA-256 (or
+// the injected hash) is sum and CRC-32C crc.
+func (w *writer) storeSmall(k *node, p string, data []byte, sum [32]byte, crc uint32) error {
+	w.setFile(k, sum, crc, uint64(len(data)))
+	head := w.head(sum)
+	for bi := w.first(head, sum); bi >= 0; bi = w.next(bi, sum) {
+		b := w.blob(bi)
 		if b.size != uint64(len(data)) {
 			continue
 		}
@@ -264,25 +321,44 @@ func (w *writer) storeSmall(k *node, p string, data []byte) error {
 	w.off += uint64(len(data))
 	w.prog.Stored += int64(len(data))
 	k.rec.Off = off
-	w.remember(sum, blob{off: off, size: uint64(len(data)), path: p})
+	w.remember(sum, head, off, uint64(len(data)), p)
 	return nil
 }
 
-// candidates returns the stored contents whose hash is sum.
-func (w *writer) candidates(sum [32]byte) []blob {
-	b, ok := w.blobs[sum]
-	if !ok {
-		return nil
+func hashKey(sum [32]byte) uint64 { return binary.LittleEndian.Uint64(sum[:]) }
+
+const blobChunk = 256
+
+func (w *writer) blob(i int) *blob { return &w.blobs[i/blobChunk][i%blobChunk] }
+
+// head returns the latest stored content whose hash starts with the same
+// 8 bytes as sum, or -1: the head of the chain first and next walk, and
+// of the chain remember extends.
+func (w *writer) head(sum [32]byte) int { return w.byHash[hashKey(sum)] - 1 }
+
+// first returns the first content from blob i on, along the chain, whose
+// hash is sum, or -1.
+func (w *writer) first(i int, sum [32]byte) int {
+	for i >= 0 && w.blob(i).sum != sum {
+		i = w.blob(i).next
 	}
-	return append([]blob{b}, w.more[sum]...)
+	return i
 }
 
-func (w *writer) remember(sum [32]byte, b blob) {
-	if _, ok := w.blobs[sum]; !ok {
-		w.blobs[sum] = b
-		return
+// next returns the content after blob i, along the chain, whose hash is
+// sum, or -1.
+func (w *writer) next(i int, sum [32]byte) int { return w.first(w.blob(i).next, sum) }
+
+// remember records a stored content; head is what w.head returned for its
+// hash.
+func (w *writer) remember(sum [32]byte, head int, off, size uint64, p string) {
+	if w.nblobs%blobChunk == 0 {
+		w.blobs = append(w.blobs, make([]blob, 0, blobChunk))
 	}
-	w.more[sum] = append(w.more[sum], b)
+	c := &w.blobs[len(w.blobs)-1]
+	*c = append(*c, blob{sum: sum, off: off, size: size, path: p, next: head})
+	w.nblobs++
+	w.byHash[hashKey(sum)] = w.nblobs // the index plus one: 0 is absent
 }
 
 func (w *writer) setFile(k *node, sum [32]byte, crc uint32, size uint64) {
@@ -302,7 +378,9 @@ func (w *writer) storeLarge(k *node, p string) error {
 		return err
 	}
 	w.setFile(k, sum, crc, size)
-	for _, b := range w.candidates(sum) {
+	head := w.head(sum)
+	for bi := w.first(head, sum); bi >= 0; bi = w.next(bi, sum) {
+		b := w.blob(bi)
 		if b.size != size {
 			continue
 		}
@@ -329,7 +407,7 @@ func (w *writer) storeLarge(k *node, p string) error {
 	w.off += size
 	w.prog.Stored += int64(size)
 	k.rec.Off = off
-	w.remember(sum, blob{off: off, size: size, path: p})
+	w.remember(sum, head, off, size, p)
 	return nil
 }
 
@@ -364,7 +442,7 @@ func (w *writer) hashStream(open func() (io.ReadCloser, error), dst io.Writer) (
 type onlyReader struct{ io.Reader }
 
 // equal compares the content stored as b with what open returns.
-func (w *writer) equal(b blob, open func() (io.ReadCloser, error)) (bool, error) {
+func (w *writer) equal(b *blob, open func() (io.ReadCloser, error)) (bool, error) {
 	var old io.Reader
 	if w.ra != nil {
 		if err := w.out.Flush(); err != nil {
@@ -390,11 +468,14 @@ func (w *writer) equal(b blob, open func() (io.ReadCloser, error)) (bool, error)
 		return false, err
 	}
 	defer cur.Close()
-	return sameReaders(old, cur, b.size)
+	if w.cmp == nil {
+		w.cmp = new([2][32 << 10]byte)
+	}
+	return sameReaders(old, cur, b.size, w.cmp)
 }
 
-func sameReaders(a, b io.Reader, size uint64) (bool, error) {
-	var ba, bb [32 << 10]byte
+func sameReaders(a, b io.Reader, size uint64, bufs *[2][32 << 10]byte) (bool, error) {
+	ba, bb := bufs[0][:], bufs[1][:]
 	for size > 0 {
 		n := uint64(len(ba))
 		if size < n {
@@ -441,61 +522,107 @@ func (w *writer) pad() (uint64, error) {
 
 // finish numbers the entries breadth first, so that each directory's
 // children are one contiguous run sorted by name, and writes the index,
-// the string table and the footer.
+// the key table, the string table, the check table and the footer.
 func (w *writer) finish(root *node) error {
 	indexOff, err := w.pad()
 	if err != nil {
 		return err
 	}
-	order := []*node{root}
-	for i := 0; i < len(order); i++ {
-		n := order[i]
-		if n.rec.Type == packformat.TypeDir {
-			n.rec.Size = uint64(len(n.kids))
-			n.rec.Off = uint64(len(order))
-			for _, k := range n.kids {
-				k.rec.Parent = uint32(i)
+	// Number the entries: a queue of the directories in index order, each
+	// with its own index; a directory's children start where the
+	// children of the directories before it end.
+	type dirAt struct {
+		n *node
+		i uint32
+	}
+	dirs := []dirAt{{root, 0}}
+	count := uint64(1)
+	for q := 0; q < len(dirs); q++ {
+		d := dirs[q]
+		d.n.rec.Off = count
+		d.n.rec.Size = uint64(len(d.n.kids))
+		for j := range d.n.kids {
+			k := &d.n.kids[j]
+			k.rec.Parent = d.i
+			if k.rec.Type == packformat.TypeDir {
+				dirs = append(dirs, dirAt{k, uint32(count + uint64(j))})
 			}
-			order = append(order, n.kids...)
+		}
+		if count += uint64(len(d.n.kids)); count > 1<<32-1 {
+			return errors.New("packwriter: too many entries")
 		}
 	}
-	if uint64(len(order)) > 1<<32-1 {
-		return errors.New("packwriter: too many entries")
-	}
-	var strs []byte
-	crc := crc32.Update(0, packformat.Castagnoli, packformat.Header{Version: packformat.Version}.Encode())
-	rb := make([]byte, packformat.RecordSize)
-	for _, n := range order {
+	// Write the records in that order, one block at a time, appending
+	// names and targets to the string table as they come.
+	var (
+		strs  []byte
+		keys  = make([]byte, 0, count*packformat.KeySize)
+		table []byte
+		block = make([]byte, 0, packformat.BlockSize)
+	)
+	put := func(n *node) error {
 		if uint64(len(strs))+uint64(len(n.name))+uint64(len(n.target)) > 1<<32-1 {
 			return errors.New("packwriter: string table over 4 GiB")
 		}
 		n.rec.NameOff = uint32(len(strs))
 		n.rec.NameLen = uint16(len(n.name))
 		strs = append(strs, n.name...)
+		keys = binary.BigEndian.AppendUint64(keys, packformat.Key(n.name))
 		if n.rec.Type == packformat.TypeSymlink {
 			n.rec.Off = uint64(len(strs))
 			n.rec.Size = uint64(len(n.target))
 			strs = append(strs, n.target...)
 		}
-		n.rec.Put(rb)
-		crc = crc32.Update(crc, packformat.Castagnoli, rb)
-		if _, err := w.out.Write(rb); err != nil {
+		block = block[:len(block)+packformat.RecordSize]
+		n.rec.Put(block[len(block)-packformat.RecordSize:])
+		if len(block) == packformat.BlockSize {
+			table = binary.LittleEndian.AppendUint32(table, crc32.Checksum(block, packformat.Castagnoli))
+			if _, err := w.out.Write(block); err != nil {
+				return err
+			}
+			block = block[:0]
+		}
+		return nil
+	}
+	if err := put(root); err != nil {
+		return err
+	}
+	for _, d := range dirs {
+		for j := range d.n.kids {
+			if err := put(&d.n.kids[j]); err != nil {
+				return err
+			}
+		}
+	}
+	if len(block) > 0 {
+		table = binary.LittleEndian.AppendUint32(table, crc32.Checksum(block, packformat.Castagnoli))
+		if _, err := w.out.Write(block); err != nil {
 			return err
 		}
 	}
-	crc = crc32.Update(crc, packformat.Castagnoli, strs)
-	if _, err := w.out.Write(strs); err != nil {
+	for _, region := range [][]byte{keys, strs} {
+		for b := region; len(b) > 0; {
+			n := min(len(b), packformat.BlockSize)
+			table = binary.LittleEndian.AppendUint32(table, crc32.Checksum(b[:n], packformat.Castagnoli))
+			b = b[n:]
+		}
+		if _, err := w.out.Write(region); err != nil {
+			return err
+		}
+	}
+	if _, err := w.out.Write(table); err != nil {
 		return err
 	}
 	f := packformat.Footer{
 		IndexOff:    indexOff,
-		Count:       uint64(len(order)),
-		StringsOff:  indexOff + uint64(len(order))*packformat.RecordSize,
+		Count:       count,
+		StringsOff:  indexOff + count*(packformat.RecordSize+packformat.KeySize),
 		StringsSize: uint64(len(strs)),
 		DataSize:    indexOff - packformat.HeaderSize,
 		Logical:     w.logical,
 	}
 	fb := f.Encode()
+	crc := crc32.Update(0, packformat.Castagnoli, packformat.Header{Version: packformat.Version}.Encode())
 	f.CRC = crc32.Update(crc, packformat.Castagnoli, fb[:packformat.FooterCRCLen])
 	f.Put(fb)
 	if _, err := w.out.Write(fb); err != nil {

@@ -5,13 +5,16 @@
 //
 // Workloads (20,000 files of 128 bytes in one directory unless noted):
 //
-//   - Read: fs.ReadFile of the files in a random order (warm);
+//   - Read: fs.ReadFile of the files in a random order (warm: Read, Stat
+//     and ReadDir make one untimed pass first, so that first touches of
+//     the pack's mapping are ReadFirstTouch's alone);
 //   - ReadFirstTouch: a fresh Open of the pack, then one pass in random
 //     order over cold mappings (page faults), per file;
 //   - Stat: fs.Stat in random order;
 //   - ReadDir: fs.ReadDir of the 20,000-entry directory;
 //   - Open: packreader.Open vs zip.OpenReader of the same tree, and
-//     packreader.Open of a 1,000,000-entry pack (Open1M);
+//     packreader.Open of a 1,000,000-entry pack (Open1M), each followed by
+//     Close;
 //   - Compact: packwriter.Write of a mem snapshot of 20,000 and of 80,000
 //     distinct contents, reported in entries/s.
 //

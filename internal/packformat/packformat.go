@@ -16,7 +16,10 @@ const (
 )
 
 // Version is the only format version this code reads and writes.
-const Version = 1
+// Version 1 checked its index and string table with one CRC-32C at open;
+// version 2 checks them block by block (see BlockSize) and adds the key
+// table (see Key).
+const Version = 2
 
 // Sizes of the fixed-size parts.
 const (
@@ -28,7 +31,38 @@ const (
 	// MaxNameLen bounds an entry name (NAME_MAX on Linux is 255; the
 	// record field is 16 bits).
 	MaxNameLen = 1<<16 - 1
+	// BlockSize is the unit in which the index, the key table and the
+	// string table are checksummed: each has one CRC-32C per BlockSize
+	// bytes (the last block may be shorter) in the check table before the
+	// footer.
+	BlockSize = 4096
+	// RecordsPerBlock is how many index records one block holds.
+	RecordsPerBlock = BlockSize / RecordSize
+	// CRCSize is the size of one check-table entry.
+	CRCSize = 4
+	// KeySize is the size of one entry of the key table.
+	KeySize = 8
 )
+
+// Blocks returns the number of BlockSize blocks n bytes take.
+func Blocks(n uint64) uint64 { return n/BlockSize + min(n%BlockSize, 1) }
+
+// TableSize returns the size in bytes of the check table of a pack with
+// count records and a string table of stringsSize bytes: one CRC-32C per
+// index block, then one per key-table block, then one per string-table
+// block.
+func TableSize(count, stringsSize uint64) uint64 {
+	return CRCSize * (Blocks(count*RecordSize) + Blocks(count*KeySize) + Blocks(stringsSize))
+}
+
+// Key returns the key-table entry of a name: its first 8 bytes, padded
+// with zero bytes, as a big-endian integer. Names hold no NUL byte, so
+// keys order as names do, and names of up to 8 bytes have distinct keys.
+func Key(name string) uint64 {
+	var b [KeySize]byte
+	copy(b[:], name)
+	return binary.BigEndian.Uint64(b[:])
+}
 
 // Entry types (record byte 10).
 const (
@@ -43,7 +77,7 @@ const (
 	// FlagOpaque marks a directory opaque: it holds a whiteout named
 	// layer.OpaqueName.
 	FlagOpaque = 1 << 0
-	// FlagsKnown is the set of flags version 1 defines.
+	// FlagsKnown is the set of flags the format defines.
 	FlagsKnown = FlagOpaque
 )
 
@@ -78,7 +112,7 @@ type Footer struct {
 	StringsSize uint64 // its length in bytes
 	DataSize    uint64 // bytes of the data region (from HeaderSize)
 	Logical     uint64 // sum of regular file sizes before dedup
-	CRC         uint32 // CRC-32C of header, index, strings and footer[0:48]
+	CRC         uint32 // CRC-32C of header and footer[0:48]
 }
 
 // Encode returns the 64-byte encoding of f, computing nothing: CRC must be
@@ -155,6 +189,14 @@ func (r *Record) Put(b []byte) {
 // DecodeRecord decodes b[:RecordSize] and reports whether its reserved
 // bytes are zero.
 func DecodeRecord(b []byte) (r Record, ok bool) {
+	ok = r.Decode(b)
+	return r, ok
+}
+
+// Decode decodes b[:RecordSize] into r and reports whether its reserved
+// bytes are zero.
+func (r *Record) Decode(b []byte) bool {
+	b = b[:RecordSize]
 	le := binary.LittleEndian
 	r.Parent = le.Uint32(b[0:])
 	r.NameOff = le.Uint32(b[4:])
@@ -167,7 +209,7 @@ func DecodeRecord(b []byte) (r Record, ok bool) {
 	r.Off = le.Uint64(b[32:])
 	copy(r.Sum[:], b[40:56])
 	r.CRC = le.Uint32(b[56:])
-	return r, le.Uint32(b[60:]) == 0
+	return le.Uint32(b[60:]) == 0
 }
 
 // NoTime is the mtime of an entry whose time is the zero time.Time.

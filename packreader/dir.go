@@ -1,0 +1,197 @@
+package packreader
+
+import (
+	"encoding/binary"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/packfs/packfs/internal/packformat"
+	"github.com/packfs/packfs/layer"
+)
+
+// fileInfo describes one entry: what Stat returns and DirEntry.Info
+// builds.
+type fileInfo struct {
+	name  string
+	size  int64
+	mode  fs.FileMode
+	mtime int64
+}
+
+func (r *Reader) info(name string, rc packformat.Record) *fileInfo {
+	return &fileInfo{name: name, size: sizeOf(rc), mode: modeOf(rc), mtime: rc.Mtime}
+}
+
+// modeOf returns the fs.FileMode of a checked record.
+func modeOf(rc packformat.Record) fs.FileMode { return fileMode(rc.Type, rc.Mode) }
+
+// fileMode returns the fs.FileMode of a checked record's type and mode.
+func fileMode(typ uint8, mode uint32) fs.FileMode {
+	m := fs.FileMode(mode)
+	switch typ {
+	case packformat.TypeDir:
+		m |= fs.ModeDir
+	case packformat.TypeSymlink:
+		m |= fs.ModeSymlink
+	case packformat.TypeWhiteout:
+		m |= layer.ModeWhiteout
+	}
+	return m
+}
+
+// sizeOf returns the size a FileInfo reports for a checked record: the
+// content's or the target's length, and 0 for directories and whiteouts.
+func sizeOf(rc packformat.Record) int64 {
+	if rc.Type == packformat.TypeFile || rc.Type == packformat.TypeSymlink {
+		return int64(rc.Size)
+	}
+	return 0
+}
+
+func (fi *fileInfo) Name() string      { return fi.name }
+func (fi *fileInfo) Size() int64       { return fi.size }
+func (fi *fileInfo) Mode() fs.FileMode { return fi.mode }
+func (fi *fileInfo) ModTime() time.Time {
+	if fi.mtime == packformat.NoTime {
+		return time.Time{}
+	}
+	return time.Unix(0, fi.mtime)
+}
+func (fi *fileInfo) IsDir() bool                { return fi.mode.IsDir() }
+func (fi *fileInfo) Sys() any                   { return nil }
+func (fi *fileInfo) Type() fs.FileMode          { return fi.mode.Type() }
+func (fi *fileInfo) Info() (fs.FileInfo, error) { return fi, nil }
+func (fi *fileInfo) String() string             { return fs.FormatDirEntry(fi) }
+
+// dirEntry is one entry of a listing. It holds what Name, Type and IsDir
+// report; Info decodes the entry's record again (ReadDir checked it), as
+// os decodes a directory entry's inode only when asked.
+type dirEntry struct {
+	name string
+	r    *Reader
+	i    uint32
+	mode fs.FileMode
+}
+
+func (e *dirEntry) Name() string      { return e.name }
+func (e *dirEntry) IsDir() bool       { return e.mode.IsDir() }
+func (e *dirEntry) Type() fs.FileMode { return e.mode.Type() }
+func (e *dirEntry) String() string    { return fs.FormatDirEntry(e) }
+
+// Info returns the entry's FileInfo. After the Reader is closed it fails
+// with fs.ErrClosed.
+func (e *dirEntry) Info() (fs.FileInfo, error) {
+	if err := e.r.rlock("stat", e.name); err != nil {
+		return nil, err
+	}
+	defer e.r.mu.RUnlock()
+	rc, err := e.r.rec(uint64(e.i))
+	if err != nil {
+		return nil, pathErr("stat", e.name, err)
+	}
+	return e.r.info(e.name, rc), nil
+}
+
+// listChunk is how many entries list allocates at once: 8 KiB of
+// dirEntry, a small-object allocation, so that a long listing neither
+// takes the heap lock nor zeroes one large block per call.
+const listChunk = 256
+
+// list returns up to n (all if n < 0) entries of directory d from
+// position from, checking each record, the names and their order.
+func (r *Reader) list(d uint64, dr packformat.Record, from uint64, n int) ([]fs.DirEntry, error) {
+	end := dr.Size
+	if n >= 0 && uint64(n) < end-from {
+		end = from + uint64(n)
+	}
+	lo, hi := dr.Off+from, dr.Off+end // rec bounded these by r.count
+	if err := r.checkRecords(lo, hi); err != nil {
+		return nil, err
+	}
+	out := make([]fs.DirEntry, 0, hi-lo)
+	var prev []byte
+	if from > 0 {
+		p, err := r.nameAt(lo - 1)
+		if err != nil {
+			return nil, err
+		}
+		prev = p
+	}
+	var prevName string
+	for c := lo; c < hi; c += listChunk {
+		ce := min(c+listChunk, hi)
+		ents := make([]dirEntry, ce-c)
+		span, spanOff, err := r.nameSpan(c, ce)
+		if err != nil {
+			return nil, err
+		}
+		for i := c; i < ce; i++ {
+			b := r.index[i*packformat.RecordSize : i*packformat.RecordSize+packformat.RecordSize]
+			if !r.valid(i, b) {
+				return nil, r.recordError(i, b)
+			}
+			parent := binary.LittleEndian.Uint32(b[0:])
+			no, nl := uint64(binary.LittleEndian.Uint32(b[4:])), uint64(binary.LittleEndian.Uint16(b[8:]))
+			var name string
+			if no >= spanOff && no+nl <= spanOff+uint64(len(span)) {
+				name = span[no-spanOff : no-spanOff+nl]
+			} else {
+				if err := r.checkStrings(no, nl); err != nil {
+					return nil, err
+				}
+				name = string(r.strs[no : no+nl])
+			}
+			ordered := i == dr.Off || (i > lo && prevName < name) || (i == lo && string(prev) < name)
+			if uint64(parent) != d || !ordered || !validName(name) {
+				return nil, corrupt("entry %d: bad name %q or parent %d in directory %d", i, name, parent, d)
+			}
+			prevName = name
+			e := &ents[i-c]
+			*e = dirEntry{name: name, r: r, i: uint32(i), mode: fileMode(b[10], binary.LittleEndian.Uint32(b[12:]))}
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// nameSpan returns as one string the string-table bytes from the name of
+// record lo to the end of the name of record hi-1, after checking their
+// blocks, and the span's offset. The writer stores the names of a run of
+// children one after another, so that list slices them out of the span
+// instead of allocating a string per name. A span too long to be such a
+// run (in a crafted pack) is left empty: names are then read one by one.
+func (r *Reader) nameSpan(lo, hi uint64) (string, uint64, error) {
+	le := binary.LittleEndian
+	first := r.index[lo*packformat.RecordSize:]
+	last := r.index[(hi-1)*packformat.RecordSize:]
+	start := uint64(le.Uint32(first[4:]))
+	end := uint64(le.Uint32(last[4:])) + uint64(le.Uint16(last[8:]))
+	if start > end || end > uint64(len(r.strs)) || end-start > packformat.RecordSize*(hi-lo)+1<<16 {
+		return "", 0, nil
+	}
+	if err := r.checkStrings(start, end-start); err != nil {
+		return "", 0, err
+	}
+	return string(r.strs[start:end]), start, nil
+}
+
+func validName(s string) bool {
+	if s == "" || s == "." || s == ".." {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' || s[i] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// baseName is the last element of an fs path ("." for the root).
+func baseName(name string) string {
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		return name[i+1:]
+	}
+	return name
+}
