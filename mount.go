@@ -153,10 +153,16 @@ func (u *FS) busy(name string) bool {
 	return false
 }
 
-// inMount names a mounted file system's errors after the union's path.
+// inMount names a mounted file system's errors after the union's path,
+// keeping the Op of the mounted file system's *fs.PathError, which tells
+// the step that failed (ReadFile: "open" or "read").
 func inMount(op, name string, err error) error {
 	if err == nil {
 		return nil
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		op = pe.Op
 	}
 	if errors.Is(err, errors.ErrUnsupported) {
 		err = errReadOnly // a mount without the capability is read-only

@@ -24,6 +24,9 @@ func (u *FS) Stat(name string) (fs.FileInfo, error) {
 	if m, rest, ok := u.mounted(name); ok {
 		return mountStat(m, "stat", name, rest, true)
 	}
+	if fi, ok := u.statFast(name, true); ok {
+		return fi, nil
+	}
 	n, err := u.resolve("stat", name, true)
 	if err != nil {
 		return nil, err
@@ -35,6 +38,9 @@ func (u *FS) Stat(name string) (fs.FileInfo, error) {
 func (u *FS) Lstat(name string) (fs.FileInfo, error) {
 	if m, rest, ok := u.mounted(name); ok {
 		return mountStat(m, "lstat", name, rest, false)
+	}
+	if fi, ok := u.statFast(name, false); ok {
+		return fi, nil
 	}
 	n, err := u.resolve("lstat", name, false)
 	if err != nil {
@@ -66,6 +72,86 @@ type renamed struct {
 
 func (r renamed) Name() string { return r.name }
 
+// The fast paths of reads. A name takes one of two when it can, and the
+// slow path (resolve) when they decline or fail, so that errors are always
+// the slow path's:
+//
+//   - a name whose directory one lower layer alone holds, with nothing of
+//     the upper layer on its path, is that layer's (see fastLower);
+//   - a name the top layer resolves, by its own walk, to a regular file is
+//     that file in the union too. Every entry the walk passes through is
+//     the top layer's own, which nothing below can shadow, and a symlink
+//     it follows resolves in the union to the same entries, since the top
+//     layer's come first. A whiteout or a missing entry on the way stops
+//     the walk.
+
+// statFast is Stat (follow) or Lstat on the fast paths.
+func (u *FS) statFast(name string, follow bool) (fs.FileInfo, bool) {
+	stat := fs.Lstat
+	if follow {
+		stat = fs.Stat
+	}
+	if i, ok := u.fastLower(name); ok {
+		fi, err := stat(u.layers[i], name)
+		return fi, err == nil
+	}
+	fi, err := stat(u.layers[0], name)
+	return fi, err == nil && fi.Mode().IsRegular()
+}
+
+// readFast is ReadFile on the fast paths.
+func (u *FS) readFast(name string) ([]byte, bool) {
+	if i, ok := u.fastLower(name); ok {
+		b, err := fs.ReadFile(u.layers[i], name)
+		return b, err == nil
+	}
+	top := u.layers[0]
+	if fi, err := fs.Stat(top, name); err != nil || !fi.Mode().IsRegular() {
+		return nil, false
+	}
+	// A writer may have replaced the file since: reading a directory or
+	// a whiteout (a device) fails, and a symlink resolves as in the union.
+	b, err := fs.ReadFile(top, name)
+	return b, err == nil
+}
+
+// openFast opens name for reading (flag has no write flags) on the fast
+// paths.
+func (u *FS) openFast(name string, flag int) (layer.File, bool) {
+	if i, ok := u.fastLower(name); ok {
+		f, err := layer.OpenFile(u.layers[i], name, os.O_RDONLY, 0)
+		if err != nil {
+			return nil, false
+		}
+		lf := &file{f: f, name: name, path: name, appending: flag&os.O_APPEND != 0}
+		if u.upper != nil {
+			lf.watch(u, &node{path: name, layer: i})
+		}
+		return lf, true
+	}
+	var f layer.File
+	var err error
+	switch {
+	case u.upper != nil:
+		f, err = u.upper.OpenFile(name, flag, 0)
+	case flag&syscall.O_NOFOLLOW != 0:
+		return nil, false // a read-only layer may not know the flag
+	default:
+		f, err = layer.OpenFile(u.layers[0], name, os.O_RDONLY, 0)
+	}
+	if err != nil {
+		return nil, false
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, false
+	}
+	if u.upper != nil {
+		return f, true
+	}
+	return &file{f: f, name: name, path: name, appending: flag&os.O_APPEND != 0}, true
+}
+
 // ReadLink returns the target of the symbolic link name.
 func (u *FS) ReadLink(name string) (string, error) {
 	if m, rest, ok := u.mounted(name); ok {
@@ -94,6 +180,9 @@ func (u *FS) ReadFile(name string) ([]byte, error) {
 	if m, rest, ok := u.mounted(name); ok {
 		b, err := fs.ReadFile(m, rest)
 		return b, inMount("open", name, err)
+	}
+	if b, ok := u.readFast(name); ok {
+		return b, nil
 	}
 	n, err := u.resolve("open", name, true)
 	if err != nil {

@@ -1,6 +1,7 @@
 package packfs
 
 import (
+	"io/fs"
 	"strings"
 	"syscall"
 
@@ -14,6 +15,9 @@ import (
 func (u *FS) Rename(oldname, newname string) error {
 	if _, err := u.writable("rename", oldname); err != nil {
 		return layer.LinkError("rename", oldname, newname, errReadOnly)
+	}
+	if !fs.ValidPath(oldname) || !fs.ValidPath(newname) {
+		return layer.LinkError("rename", oldname, newname, fs.ErrInvalid)
 	}
 	om, orest, oin := u.mounted(oldname)
 	_, nrest, nin := u.mounted(newname)

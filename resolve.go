@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io/fs"
 	"path"
+	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/packfs/packfs/internal/pathwalk"
@@ -126,6 +128,11 @@ func (u *FS) walk(name string, follow bool) (dir, n *node, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	return u.walkFrom(root, name, follow)
+}
+
+// walkFrom is walk from the root node root, through the layers it merges.
+func (u *FS) walkFrom(root *node, name string, follow bool) (dir, n *node, err error) {
 	if name == "." {
 		return nil, root, nil
 	}
@@ -203,4 +210,157 @@ func bare(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// The lower layers' read fast path (see also read.go). Resolving a name
+// element by element in every layer costs an Lstat per element and layer;
+// most reads of a union over packs name a file whose directory only one
+// lower layer holds, and then that layer answers for the union directly,
+// in one resolution of its own.
+//
+// fastLower finds that layer from two facts:
+//
+//   - the upper layer holds nothing on the path: not its first element,
+//     hence nothing below (no entry, whiteout, opaque marker or symlink).
+//     The union checks the first element with one Lstat of the upper
+//     layer, and remembers the answer until the writers' lock moves its
+//     generation on;
+//   - in the lower layers alone, the name's directory resolves without
+//     following a symlink to a directory of one layer, and the last
+//     element is no symlink, whiteout or directory there. Lower layers
+//     never change (see New), so this is learned once per directory, by
+//     one walk and one listing of that layer's directory: the first read
+//     below a directory costs a ReadDir of it.
+//
+// Then every layer above that one lacks the directory or hides it, and
+// the union's answer for the name is that layer's: the name's resolution
+// never leaves the directory. Names below a mount point never get here.
+// Names at the root, whose directory merges every layer, take the slow
+// path.
+
+// lowerDir is what the fast path learned of one directory of the union.
+type lowerDir struct {
+	dir   string // its name in the union
+	layer int    // the layer holding the directory alone; -1: none does
+	// special holds the names in it that are not regular files there.
+	special map[string]bool
+	top     *atomic.Uint64 // the stamp of its first element (see upperLacks)
+}
+
+// fastLower returns the index of the layer that answers for name on the
+// fast path, or false when name takes the slow path.
+func (u *FS) fastLower(name string) (int, bool) {
+	slash := strings.LastIndexByte(name, '/')
+	if slash <= 0 {
+		return 0, false // the root's entries merge every layer
+	}
+	dir, base := name[:slash], name[slash+1:]
+	top := dir
+	if i := strings.IndexByte(dir, '/'); i >= 0 {
+		top = dir[:i]
+	}
+	d := u.lastDir.Load() // reads come in runs from one directory
+	if d == nil || d.dir != dir {
+		d = nil
+		if v, ok := u.lowerDirs.Load(dir); ok {
+			d = v.(*lowerDir)
+			u.lastDir.Store(d)
+		}
+	}
+	if u.upper != nil {
+		var stamp *atomic.Uint64
+		if d != nil {
+			stamp = d.top
+		} else if v, ok := u.tops.Load(top); ok {
+			stamp = v.(*atomic.Uint64)
+		}
+		if !u.upperLacks(top, stamp) {
+			return 0, false
+		}
+	}
+	if d == nil {
+		if d = u.learnDir(dir, top); d == nil {
+			return 0, false
+		}
+	}
+	if d.layer < 0 || d.special[base] || base == layer.OpaqueName || base == "." || base == ".." || base == "" {
+		return 0, false
+	}
+	return d.layer, true
+}
+
+// upperLacks reports whether the upper layer holds no entry named top at
+// its root. A stamp remembers the answer for one generation of the
+// writers' lock: the generation plus one, shifted left, with the low bit
+// set when the upper layer holds top. Stamps are kept for the first
+// elements of directories the fast path learned and for names the upper
+// layer holds, so that names nobody created take no room.
+func (u *FS) upperLacks(top string, stamp *atomic.Uint64) bool {
+	gen := u.mu.gen.Load() + 1 // a stamp of 0 was never set
+	if stamp != nil {
+		if s := stamp.Load(); s>>1 == gen {
+			return s&1 == 0
+		}
+	}
+	_, err := u.upper.Lstat(top)
+	has := err == nil || !isNotExist(err)
+	if stamp == nil && has {
+		stamp = u.stamp(top)
+	}
+	if stamp != nil {
+		s := gen << 1
+		if has {
+			s |= 1
+		}
+		stamp.Store(s)
+	}
+	return !has
+}
+
+// stamp returns the stamp of the first element top.
+func (u *FS) stamp(top string) *atomic.Uint64 {
+	v, _ := u.tops.LoadOrStore(top, new(atomic.Uint64))
+	return v.(*atomic.Uint64)
+}
+
+// learnDir learns and remembers which lower layer alone holds the
+// directory dir, looking at the lower layers only: it holds for as long as
+// the upper layer holds nothing on the path. It returns nil, and
+// remembers nothing, when dir is no directory of the lowers.
+func (u *FS) learnDir(dir, top string) *lowerDir {
+	root, err := u.root()
+	if err != nil {
+		return nil
+	}
+	if !fs.ValidPath(dir) {
+		return nil
+	}
+	lowers := *root
+	if u.upper != nil {
+		lowers.dirs = root.dirs[1:] // root.dirs[0] is the upper layer
+	}
+	_, n, err := u.walkFrom(&lowers, dir, true)
+	if err != nil || !n.isDir() {
+		return nil
+	}
+	d := &lowerDir{dir: dir, layer: -1, top: u.stamp(top)}
+	// A path that came out as it went in followed no symlink: a symlink
+	// followed changes the directories that later elements are joined to.
+	if n.path == dir && len(n.dirs) == 1 {
+		list, err := fs.ReadDir(u.layers[n.dirs[0]], dir)
+		if err != nil {
+			return nil
+		}
+		d.layer = n.dirs[0]
+		for _, e := range list {
+			if !e.Type().IsRegular() {
+				if d.special == nil {
+					d.special = map[string]bool{}
+				}
+				d.special[e.Name()] = true
+			}
+		}
+	}
+	v, _ := u.lowerDirs.LoadOrStore(dir, d)
+	return v.(*lowerDir)
 }

@@ -21,7 +21,11 @@ type FS struct {
 	// snapshot); layers[1:] are the lowers, top first.
 	layers []fs.FS
 	upper  layer.FS
-	mu     sync.Mutex // serializes writers: a copy-up is several steps
+	// mu serializes writers: a copy-up is several steps. Every change of
+	// the upper layer's names happens under it, and its Unlock moves
+	// mu.gen on, which tells the read fast path (see fastLower) that what it
+	// learned of the upper layer may be out of date.
+	mu writeLock
 
 	// watched holds the open read-only handles of lower files, so that a
 	// copy-up moves them to the copy: on one filesystem, a handle sees the
@@ -33,6 +37,28 @@ type FS struct {
 	rootDirs []int // the layers merged at the root, top first
 
 	mounts atomic.Pointer[mounts] // nil: none
+
+	// What the read fast path learned: lowerDirs maps a directory of the
+	// union to a *lowerDir, and lastDir is the one last looked up; tops
+	// maps a first path element to an *atomic.Uint64 stamp of whether the
+	// upper layer holds it.
+	lowerDirs sync.Map
+	lastDir   atomic.Pointer[lowerDir]
+	tops      sync.Map
+}
+
+// writeLock is the writers' mutex, with a generation that each Unlock
+// moves on.
+type writeLock struct {
+	sync.Mutex
+	gen atomic.Uint64
+}
+
+// Unlock moves the generation on and unlocks: readers that load the
+// generation after Unlock see every change made under the lock.
+func (l *writeLock) Unlock() {
+	l.gen.Add(1)
+	l.Mutex.Unlock()
 }
 
 // lowerKey names a file of one lower layer.

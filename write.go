@@ -23,9 +23,16 @@ func (u *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 		return u.mountOpenFile(m, name, rest, flag, perm)
 	}
 	if flag&writeFlags == 0 {
+		if f, ok := u.openFast(name, flag); ok {
+			return f, nil
+		}
 		_, n, err := u.walk(name, flag&syscall.O_NOFOLLOW == 0)
-		if err == nil && !n.exists() {
+		switch {
+		case err != nil:
+		case !n.exists():
 			err = syscall.ENOENT
+		case n.isSymlink():
+			err = syscall.ELOOP // O_NOFOLLOW, as open(2) gives
 		}
 		if err != nil {
 			return nil, layer.PathError("open", name, bare(err))
