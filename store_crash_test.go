@@ -201,7 +201,7 @@ func TestStoreCrashEveryOperation(t *testing.T) {
 	t.Logf("%d distinct states, %d file-system operations", len(seen), total)
 	stride := 1
 	if raceEnabled || testing.Short() {
-		stride = 13
+		stride = 17
 	}
 	for _, keep := range []float64{0, 0.1, 0.5, 0.9} {
 		t.Run(fmt.Sprintf("keep%.0f%%", keep*100), func(t *testing.T) {
@@ -253,7 +253,7 @@ func TestStoreFaultEveryOperation(t *testing.T) {
 	seen, total := states(t)
 	stride := 1
 	if raceEnabled || testing.Short() {
-		stride = 7
+		stride = 11
 	}
 	surfaced := 0
 	for k := 0; k < total; k += stride {

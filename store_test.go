@@ -71,7 +71,7 @@ func openStore(t testing.TB, dir string, opts *packfs.Options) *packfs.Store {
 func TestConformanceStore(t *testing.T) {
 	var opts []conformance.Option
 	if raceEnabled {
-		opts = append(opts, conformance.WithSeeds(100))
+		opts = append(opts, conformance.WithSeeds(60))
 	} else {
 		opts = append(opts, conformance.WithSeeds(600))
 	}
