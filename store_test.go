@@ -294,7 +294,7 @@ func TestStoreClosed(t *testing.T) {
 // FuzzStoreReplay gives the store's replay arbitrary changes, each in a
 // valid log record: Open must fail cleanly or succeed, never panic.
 func FuzzStoreReplay(f *testing.F) {
-	// Seeds: the records of a real session.
+	// Seeds: the records of a real run of changes.
 	m := vfstest.NewMemFS()
 	s, err := packfs.Open("", &packfs.Options{FS: m})
 	if err != nil {
