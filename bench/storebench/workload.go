@@ -7,7 +7,6 @@ package storebench
 
 import (
 	"fmt"
-	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -136,6 +135,28 @@ func openStore(dir string, files int) (*packfs.Store, *counting, error) {
 	return s, c, nil
 }
 
+// commit runs committers goroutines, each committing txs single-key
+// transactions with fn over keys of files files, and returns the first
+// error.
+func commit(txs, files, committers int, hot bool, fn func(key string) error) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, committers)
+	for w := range committers {
+		keys := Keys(txs, files, hot, uint64(w))
+		wg.Go(func() {
+			for _, k := range keys {
+				if err := fn(k); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
 // PackFSSingleKey commits txs single-key transactions per committer, with
 // committers goroutines, over files existing files, then checkpoints.
 func PackFSSingleKey(dir string, files, txs, committers int, hot bool) (Result, error) {
@@ -145,25 +166,11 @@ func PackFSSingleKey(dir string, files, txs, committers int, hot bool) (Result, 
 	}
 	defer s.Close()
 	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, committers)
-	for w := range committers {
-		keys := Keys(txs, files, hot, uint64(w))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for _, k := range keys {
-				if err := s.Update(func(tx *packfs.Tx) error { return tx.WriteFile(k, Value, 0o644) }); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	err = commit(txs, files, committers, hot, func(k string) error {
+		return s.Update(func(tx *packfs.Tx) error { return tx.WriteFile(k, Value, 0o644) })
+	})
 	r := Result{Tx: txs * committers, Elapsed: time.Since(start), Syncs: c.syncs.Load(), Bytes: c.bytes.Load()}
-	close(errs)
-	if err := <-errs; err != nil {
+	if err != nil {
 		return r, err
 	}
 	t := time.Now()
@@ -233,25 +240,10 @@ func BoltSingleKey(dir string, files, txs, committers int, hot bool) (Result, er
 	}
 	defer db.Close()
 	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, committers)
-	for w := range committers {
-		keys := Keys(txs, files, hot, uint64(w))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for _, k := range keys {
-				err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("k")).Put([]byte(k), Value) })
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	return Result{Tx: txs * committers, Elapsed: time.Since(start), Syncs: -1, Bytes: -1}, <-errs
+	err = commit(txs, files, committers, hot, func(k string) error {
+		return db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("k")).Put([]byte(k), Value) })
+	})
+	return Result{Tx: txs * committers, Elapsed: time.Since(start), Syncs: -1, Bytes: -1}, err
 }
 
 // BoltMultiKey is PackFSMultiKey on bbolt.
@@ -344,5 +336,3 @@ func Recovery(dir string, size int64) (time.Duration, int64, error) {
 	elapsed := time.Since(start)
 	return elapsed, logBytes, s.Close()
 }
-
-var _ io.Closer = (*bolt.DB)(nil)

@@ -406,18 +406,22 @@ func (f *memFile) Write(p []byte) (int, error) {
 	if f.flag&(os.O_WRONLY|os.O_RDWR) == 0 {
 		return 0, &fs.PathError{Op: "write", Path: f.name, Err: syscall.EBADF}
 	}
-	ino := f.ino
 	if f.flag&os.O_APPEND != 0 {
-		f.off = int64(len(ino.data))
+		f.off = int64(len(f.ino.data))
 	}
-	end := int(f.off) + len(p)
-	if end > len(ino.data) {
+	f.ino.writeAt(p, int(f.off))
+	f.off += int64(len(p))
+	return len(p), nil
+}
+
+// writeAt puts p at off, growing the file, and marks it not durable from
+// there.
+func (ino *inode) writeAt(p []byte, off int) {
+	if end := off + len(p); end > len(ino.data) {
 		ino.data = append(ino.data, make([]byte, end-len(ino.data))...)
 	}
-	copy(ino.data[f.off:], p)
-	ino.dirty = min(ino.dirty, int(f.off))
-	f.off = int64(end)
-	return len(p), nil
+	copy(ino.data[off:], p)
+	ino.dirty = min(ino.dirty, off)
 }
 
 func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
@@ -432,13 +436,7 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	if f.flag&(os.O_WRONLY|os.O_RDWR) == 0 || f.flag&os.O_APPEND != 0 || off < 0 {
 		return 0, &fs.PathError{Op: "write", Path: f.name, Err: syscall.EBADF}
 	}
-	ino := f.ino
-	end := int(off) + len(p)
-	if end > len(ino.data) {
-		ino.data = append(ino.data, make([]byte, end-len(ino.data))...)
-	}
-	copy(ino.data[off:], p)
-	ino.dirty = min(ino.dirty, int(off))
+	f.ino.writeAt(p, int(off))
 	return len(p), nil
 }
 
