@@ -12,7 +12,8 @@ type Builder[K, V any] struct {
 	cfg  *config[K]
 	root *node[K, V]
 	n    int
-	// spine is the right spine of root, from the root down, all transient;
+	// spine is the right spine of root, from the root down, all the
+	// builder's own;
 	// valid only if spineOK.
 	spine   []*node[K, V]
 	spineOK bool
@@ -51,7 +52,7 @@ func (b *Builder[K, V]) Set(k K, v V) {
 		b.push(k, v, c.prio(k))
 		return
 	}
-	ta := alloc[K, V]{tr: true}
+	ta := alloc[K, V]{owner: builderOwner, inPlace: true}
 	root, added := insert(c, b.root, k, v, c.prio(k), &ta)
 	b.root, b.spineOK = root, false
 	if added {
@@ -65,7 +66,7 @@ func (b *Builder[K, V]) push(k K, v V, p uint32) {
 	if !b.spineOK {
 		b.loadSpine()
 	}
-	x := &node[K, V]{key: k, val: v, prio: p, transient: true}
+	x := &node[K, V]{key: k, val: v, prio: p, owner: builderOwner}
 	s := b.spine
 	var last *node[K, V]
 	// On equal priorities the spine node has the smaller key and wins.
@@ -89,8 +90,8 @@ func (b *Builder[K, V]) loadSpine() {
 	s := b.spine[:0]
 	link := &b.root
 	for t := *link; t != nil; t = t.right {
-		if !t.transient {
-			t = clone(t, true)
+		if t.owner != builderOwner {
+			t = clone(t, builderOwner)
 			*link = t
 		}
 		s = append(s, t)
@@ -105,7 +106,7 @@ func (b *Builder[K, V]) Delete(k K) {
 	if b.root == nil || find(c, b.root, k) == nil {
 		return
 	}
-	ta := alloc[K, V]{tr: true}
+	ta := alloc[K, V]{owner: builderOwner, inPlace: true}
 	b.root = remove(c, b.root, k, &ta)
 	b.n--
 	b.spineOK = false
@@ -126,11 +127,11 @@ func (b *Builder[K, V]) Map() Map[K, V] {
 	return Map[K, V]{root: b.root, n: b.n, cfg: b.cfg}
 }
 
-// freeze clears the transient mark of every node reachable from t.
-// Transient nodes hang only below transient nodes, so it visits only
-// those and their immediate children.
+// freeze gives up the builder's ownership of every node reachable from
+// t. Its nodes hang only below its nodes, so it visits only those and
+// their immediate children.
 func freeze[K, V any](t *node[K, V]) {
-	if t == nil || !t.transient {
+	if t == nil || t.owner != builderOwner {
 		return
 	}
 	var buf [64]*node[K, V]
@@ -138,11 +139,11 @@ func freeze[K, V any](t *node[K, V]) {
 	for len(s) > 0 {
 		t := s[len(s)-1]
 		s = s[:len(s)-1]
-		t.transient = false
-		if t.left != nil && t.left.transient {
+		t.owner = noOwner
+		if t.left != nil && t.left.owner == builderOwner {
 			s = append(s, t.left)
 		}
-		if t.right != nil && t.right.transient {
+		if t.right != nil && t.right.owner == builderOwner {
 			s = append(s, t.right)
 		}
 	}

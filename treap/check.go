@@ -34,7 +34,7 @@ func (m Map[K, V]) Check() error {
 		if prev != nil && c.cmp(prev.key, t.key) >= 0 {
 			return fmt.Errorf("treap: key %v not below next key %v", prev.key, t.key)
 		}
-		if t.transient {
+		if t.owner == builderOwner {
 			return fmt.Errorf("treap: node %v still owned by a Builder", t.key)
 		}
 		if p := c.prio(t.key); p != t.prio {

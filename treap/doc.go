@@ -35,6 +35,17 @@
 // like. A Builder is not safe for concurrent use, but the Maps it
 // returns are ordinary Maps.
 //
+// A writer that publishes a version per change pays the O(log n) path
+// copy each time. SetOwned and DeleteOwned avoid it while readers keep
+// reading without locks: they change in place the nodes that earlier
+// edits of the same Owner made, publishing each change with one atomic
+// store of a new subtree of expected O(1) nodes, and copy only the
+// nodes they do not own. A reader holding the map sees each such change
+// whole or not at all; a lookup finds every key the change leaves alone,
+// and an iterator yields each of them once, in order. Such a map is
+// immutable only once the writer moves on to a new Owner: that is how a
+// snapshot freezes it in O(1).
+//
 // # Complexity
 //
 // With n entries, expected costs are: Get, Set, Delete, Min, Max, and
@@ -45,7 +56,9 @@
 // is O(log n); Split is O(log n + the smaller part) and DeleteRange
 // O(log n + the removed part), because they count. A Builder's Set is
 // O(1) amortized for ascending keys and O(log n) otherwise; its Map is
-// O(entries set since the last Map). The expected height is about 3 ln n
+// O(entries set since the last Map). SetOwned and DeleteOwned take
+// O(log n) time and, on a path their Owner made, allocate an expected
+// O(1) nodes. The expected height is about 3 ln n
 // (about 41 for a million keys), whatever the insertion order.
 //
 // # Caveats

@@ -3,18 +3,52 @@ package treap
 import "iter"
 
 // The iterators walk the tree with an explicit stack of at most the
-// tree's height, kept on the goroutine stack for heights up to 64.
+// tree's height, kept on the goroutine stack for heights up to 64. They
+// load each child once, atomically, and keep bounds, so that they stay
+// exact while an Owner edits the map in place (see SetOwned).
+//
+// Such an edit may link a new key below a node that an earlier edit has
+// since unlinked, where an iterator that reached that node before can
+// still come upon it out of place. So each stack entry carries its bound:
+// the nearest ancestor the walk went left from (right, for Backward),
+// tightened by every such ancestor above it. A node beyond its bound is
+// skipped with the subtree on its far side, which holds no key that was
+// there when the walk began; a node not beyond the last key yielded is
+// not yielded. What an iterator yields is then strictly in order, and
+// holds every entry that no edit touched while it ran.
+
+// step is an iterator's stack entry: a node not yet yielded, and the node
+// whose key bounds it (nil for none).
+type step[K, V any] struct{ t, bound *node[K, V] }
+
+// pushLeft pushes t and its left spine, t bounded above by bound.
+func pushLeft[K, V any](c *config[K], s []step[K, V], t, bound *node[K, V]) []step[K, V] {
+	for ; t != nil; t = loadLink(&t.left) {
+		s = append(s, step[K, V]{t, bound})
+		if bound == nil || c.compare(t.key, bound.key) < 0 {
+			bound = t
+		}
+	}
+	return s
+}
+
+// pushRight pushes t and its right spine, t bounded below by bound.
+func pushRight[K, V any](c *config[K], s []step[K, V], t, bound *node[K, V]) []step[K, V] {
+	for ; t != nil; t = loadLink(&t.right) {
+		s = append(s, step[K, V]{t, bound})
+		if bound == nil || c.compare(t.key, bound.key) > 0 {
+			bound = t
+		}
+	}
+	return s
+}
 
 // All returns an iterator over the entries in ascending key order.
 func (m Map[K, V]) All() iter.Seq2[K, V] {
-	root := m.root
+	root, c := m.root, m.cfg
 	return func(yield func(K, V) bool) {
-		var buf [64]*node[K, V]
-		s := buf[:0]
-		for t := root; t != nil; t = t.left {
-			s = append(s, t)
-		}
-		ascend(s, yield)
+		var buf [64]step[K, V]
+		ascend(c, pushLeft(c, buf[:0], root, nil), nil, 1, yield)
 	}
 }
 
@@ -33,52 +67,68 @@ func (m Map[K, V]) After(k K) iter.Seq2[K, V] {
 func (m Map[K, V]) from(k K, min int) iter.Seq2[K, V] {
 	root, c := m.root, m.cfg
 	return func(yield func(K, V) bool) {
-		var buf [64]*node[K, V]
+		var buf [64]step[K, V]
 		s := buf[:0]
+		var bound *node[K, V]
 		for t := root; t != nil; {
 			if c.compare(t.key, k) >= min {
-				s = append(s, t)
-				t = t.left
+				s = append(s, step[K, V]{t, bound})
+				if bound == nil || c.compare(t.key, bound.key) < 0 {
+					bound = t
+				}
+				t = loadLink(&t.left)
 			} else {
-				t = t.right
+				t = loadLink(&t.right)
 			}
 		}
-		ascend(s, yield)
+		ascend(c, s, &k, min, yield)
 	}
 }
 
-// ascend yields the nodes on stack s and their right subtrees in order.
-func ascend[K, V any](s []*node[K, V], yield func(K, V) bool) {
+// ascend yields the nodes on stack s and their right subtrees in order,
+// each only if its key k has cmp(k, *lo) >= min (lo nil: any) and is
+// below its bound; after a yield, lo is the key yielded and min 1.
+func ascend[K, V any](c *config[K], s []step[K, V], lo *K, min int, yield func(K, V) bool) {
+	var last K
 	for len(s) > 0 {
-		t := s[len(s)-1]
+		e := s[len(s)-1]
 		s = s[:len(s)-1]
-		if !yield(t.key, t.val) {
-			return
+		t := e.t
+		if e.bound != nil && c.compare(t.key, e.bound.key) >= 0 {
+			continue // out of place: it and its right subtree are new
 		}
-		for t = t.right; t != nil; t = t.left {
-			s = append(s, t)
+		if lo == nil || c.compare(t.key, *lo) >= min {
+			if !yield(t.key, t.val) {
+				return
+			}
+			last, lo, min = t.key, &last, 1
 		}
+		s = pushLeft(c, s, loadLink(&t.right), e.bound)
 	}
 }
 
 // Backward returns an iterator over the entries in descending key order.
 func (m Map[K, V]) Backward() iter.Seq2[K, V] {
-	root := m.root
+	root, c := m.root, m.cfg
 	return func(yield func(K, V) bool) {
-		var buf [64]*node[K, V]
-		s := buf[:0]
-		for t := root; t != nil; t = t.right {
-			s = append(s, t)
-		}
+		var buf [64]step[K, V]
+		s := pushRight(c, buf[:0], root, nil)
+		var last K
+		var hi *K
 		for len(s) > 0 {
-			t := s[len(s)-1]
+			e := s[len(s)-1]
 			s = s[:len(s)-1]
-			if !yield(t.key, t.val) {
-				return
+			t := e.t
+			if e.bound != nil && c.compare(t.key, e.bound.key) <= 0 {
+				continue
 			}
-			for t = t.left; t != nil; t = t.right {
-				s = append(s, t)
+			if hi == nil || c.compare(t.key, *hi) < 0 {
+				if !yield(t.key, t.val) {
+					return
+				}
+				last, hi = t.key, &last
 			}
+			s = pushRight(c, s, loadLink(&t.left), e.bound)
 		}
 	}
 }

@@ -4,12 +4,18 @@ import (
 	"cmp"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 )
 
 // node is one entry of a treap. For a string key and an 8-byte value it is
-// 48 bytes: left and right (16), key (16), val (8), prio (4) and transient
-// (1) plus padding, which is exactly one of Go's size classes.
+// 48 bytes: left and right (16), key (16), val (8), prio (4) and owner
+// (4), which is exactly one of Go's size classes.
+//
+// key, val and prio never change once a node is reachable. left and
+// right change only on a Builder's nodes, which no reader can reach, and
+// on the nodes of an Owner (see SetOwned), where a writer replaces a
+// child with one atomic store while readers load it atomically.
 type node[K, V any] struct {
 	left, right *node[K, V]
 	key         K
@@ -18,10 +24,21 @@ type node[K, V any] struct {
 	// than its children's; ties are broken by key order (the smaller key
 	// is the ancestor), so a set of keys has exactly one shape.
 	prio uint32
-	// transient marks a node created by a Builder since its last Map call.
-	// Only that Builder can reach it, and only it mutates it in place.
-	// Nodes reachable from a Map are never transient.
-	transient bool
+	// owner is the Owner whose edits may change the node in place:
+	// noOwner for a node of a persistent Map, builderOwner for a node a
+	// Builder created since its last Map call (only that Builder can
+	// reach it), or the Owner given to SetOwned or DeleteOwned.
+	owner Owner
+}
+
+// loadLink and storeLink read and replace a child pointer that an owner's
+// edit may replace while readers follow it.
+func loadLink[K, V any](p **node[K, V]) *node[K, V] {
+	return (*node[K, V])(atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(p))))
+}
+
+func storeLink[K, V any](p **node[K, V], t *node[K, V]) {
+	atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(p)), unsafe.Pointer(t))
 }
 
 // config is what every version of a map shares: the order and the hash.
@@ -123,9 +140,9 @@ func (m Map[K, V]) Get(k K) (V, bool) {
 				return t.val, true
 			}
 			if d < 0 {
-				t = t.left
+				t = loadLink(&t.left)
 			} else {
-				t = t.right
+				t = loadLink(&t.right)
 			}
 		}
 	}
@@ -141,9 +158,9 @@ func getString[K, V any](t *node[K, V], k string) (V, bool) {
 			return t.val, true
 		}
 		if d < 0 {
-			t = t.left
+			t = loadLink(&t.left)
 		} else {
-			t = t.right
+			t = loadLink(&t.right)
 		}
 	}
 	var zero V
@@ -192,7 +209,7 @@ func (m Map[K, V]) Delete(k K) Map[K, V] {
 	sub := join(t.left, t.right, &a)
 	for i := len(path) - 1; i >= 0; i-- {
 		p := path[i]
-		n := clone(p, false)
+		n := clone(p, noOwner)
 		if p.left == t {
 			n.left = sub
 		} else {
@@ -209,8 +226,8 @@ func (m Map[K, V]) Min() (k K, v V, ok bool) {
 	if t == nil {
 		return k, v, false
 	}
-	for t.left != nil {
-		t = t.left
+	for l := loadLink(&t.left); l != nil; l = loadLink(&t.left) {
+		t = l
 	}
 	return t.key, t.val, true
 }
@@ -221,8 +238,8 @@ func (m Map[K, V]) Max() (k K, v V, ok bool) {
 	if t == nil {
 		return k, v, false
 	}
-	for t.right != nil {
-		t = t.right
+	for r := loadLink(&t.right); r != nil; r = loadLink(&t.right) {
+		t = r
 	}
 	return t.key, t.val, true
 }
@@ -232,36 +249,40 @@ func (m Map[K, V]) Clear() Map[K, V] {
 	return Map[K, V]{cfg: m.cfg}
 }
 
-// clone returns a copy of t, transient if tr is set.
-func clone[K, V any](t *node[K, V], tr bool) *node[K, V] {
-	return &node[K, V]{left: t.left, right: t.right, key: t.key, val: t.val, prio: t.prio, transient: tr}
+// clone returns a copy of t owned by o. The writer alone calls it, so it
+// reads t's children plainly.
+func clone[K, V any](t *node[K, V], o Owner) *node[K, V] {
+	return &node[K, V]{left: t.left, right: t.right, key: t.key, val: t.val, prio: t.prio, owner: o}
 }
 
-// alloc makes the node copies of one operation: for a Builder (tr set)
-// it hands back transient nodes themselves, to mutate in place, and makes
-// transient copies of the others; otherwise it makes persistent copies.
+// alloc makes the node copies of one operation, owned by owner. With
+// inPlace (a Builder) it hands back the nodes owner already owns, to
+// mutate in place; otherwise it copies every node it is asked for, so
+// that nothing a reader can reach changes.
 type alloc[K, V any] struct {
-	tr bool
+	owner   Owner
+	inPlace bool
 }
 
-// new returns a zeroed node, transient if a.tr.
+// new returns a zeroed node owned by a.owner.
 func (a *alloc[K, V]) new() *node[K, V] {
-	return &node[K, V]{transient: a.tr}
+	return &node[K, V]{owner: a.owner}
 }
 
-// own returns t itself if it may be mutated in place (a Builder's
-// transient node), and a copy of t otherwise.
+// own returns t itself if it may be mutated in place (a Builder's own
+// node), and a copy of t otherwise.
 func (a *alloc[K, V]) own(t *node[K, V]) *node[K, V] {
-	if a.tr && t.transient {
+	if a.inPlace && t.owner == a.owner {
 		return t
 	}
-	return clone(t, a.tr)
+	return clone(t, a.owner)
 }
 
 // insert puts k, v with priority p into the tree at root and returns the
-// new root and whether k was absent. Persistent (a.tr false) it copies
-// every node it changes; for a Builder (a.tr true) it changes transient
-// nodes in place and copies only the others, making the copies transient.
+// new root and whether k was absent. Persistent (a.inPlace false) it
+// copies every node it changes; for a Builder (a.inPlace true) it changes
+// its own nodes in place and copies only the others, making the copies
+// its own.
 func insert[K, V any](c *config[K], root *node[K, V], k K, v V, p uint32, a *alloc[K, V]) (*node[K, V], bool) {
 	link := &root
 	t := root

@@ -212,3 +212,55 @@ func BenchmarkPaired(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkChurn removes a present key and puts it back, as a directory
+// that keeps changing does: the treap persistently (Delete, Set), the
+// treap edited in place by one Owner between snapshots (DeleteOwned,
+// SetOwned), SortedMap persistently, and iradix in one open transaction,
+// which also changes its own nodes in place.
+func BenchmarkChurn(b *testing.B) {
+	for _, size := range sizes {
+		var (
+			k  *keys
+			tm treap.Map[string, int]
+			to treap.Map[string, int]
+			sm *immutable.SortedMap[string, int]
+			tx *iradix.Txn[int]
+		)
+		setup := sync.OnceFunc(func() {
+			k = makeKeys(size.n)
+			tm = buildTreap(k.present)
+			to = buildTreap(k.present)
+			sm = buildSorted(k.present)
+			tx = buildRadix(k.presentB).Txn()
+		})
+		for _, st := range []struct {
+			name string
+			f    func(i int)
+		}{
+			{"treap", func(i int) {
+				key := k.present[k.order[i]]
+				tm = tm.Delete(key).Set(key, i)
+			}},
+			{"treap-owned", func(i int) {
+				key := k.present[k.order[i]]
+				to = to.DeleteOwned(1, key).SetOwned(1, key, i)
+			}},
+			{"sortedmap", func(i int) {
+				key := k.present[k.order[i]]
+				sm = sm.Delete(key).Set(key, i)
+			}},
+			{"iradix-txn", func(i int) {
+				key := k.presentB[k.order[i]]
+				tx.Delete(key)
+				tx.Insert(key, i)
+			}},
+		} {
+			b.Run(size.name+"/"+st.name, func(b *testing.B) {
+				setup()
+				runtime.GC()
+				loop(b, size.n, st.f)
+			})
+		}
+	}
+}

@@ -69,3 +69,92 @@ func TestReadersSeeWholeOperations(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReadersDuringInPlaceEdits creates and removes files in one
+// directory, changing its index in place between snapshots, while readers
+// stat and list it without locks and a third goroutine takes snapshots:
+// the files nobody touches are always there, a listing holds each of
+// them once and in order, and a snapshot or a directory handle keeps the
+// listing it first gave.
+func TestReadersDuringInPlaceEdits(t *testing.T) {
+	const stable, churn = 200, 200
+	fsys := mem.New()
+	if err := fsys.Mkdir("d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range stable {
+		if err := fsys.WriteFile(fmt.Sprintf("d/s%04d", i), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Go(func() { // lookups and live listings
+		for i := 0; !stop.Load(); i++ {
+			if _, err := fsys.Stat(fmt.Sprintf("d/s%04d", i%stable)); err != nil {
+				t.Error(err)
+				return
+			}
+			es, err := fsys.ReadDir("d")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			n := 0
+			for j, e := range es {
+				if j > 0 && es[j-1].Name() >= e.Name() {
+					t.Errorf("listing goes from %s to %s", es[j-1].Name(), e.Name())
+					return
+				}
+				if e.Name()[0] == 's' {
+					n++
+				}
+			}
+			if n != stable {
+				t.Errorf("live listing holds %d untouched files, want %d", n, stable)
+				return
+			}
+		}
+	})
+	wg.Go(func() { // snapshots and directory handles keep their listing
+		for !stop.Load() {
+			snap := fsys.Snapshot()
+			first, err := snap.ReadDir("d")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			h, err := fsys.Open("d")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			listed, err := h.(fs.ReadDirFile).ReadDir(-1)
+			h.Close()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			again, _ := snap.ReadDir("d")
+			if len(again) != len(first) || len(listed) < stable {
+				t.Errorf("snapshot listed %d then %d entries; handle %d", len(first), len(again), len(listed))
+				return
+			}
+		}
+	})
+	for i := range 20000 {
+		name := fmt.Sprintf("d/c%04d", i%churn)
+		if i/churn%2 == 0 {
+			if err := fsys.WriteFile(name, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := fsys.Remove(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	if err := fsys.Check(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -19,17 +19,26 @@
 // Any number of goroutines may use one FS. Readers never take a lock: they
 // follow atomic pointers from the root. Writers serialize on one mutex and
 // make each operation visible with one atomic store, so a reader sees an
-// operation (a rename, a WriteFile) whole or not at all.
+// operation (a new name, a removal, a rename, a WriteFile) whole or not at
+// all; a directory's new modification time may show an instant after its
+// new entry. A listing of the live layer taken while the directory changes
+// holds, once and in order, every entry that stayed, and each concurrent
+// change or not, as getdents does on Linux; a snapshot, or a directory
+// handle after its first ReadDir, lists one state.
 //
 // # Structure and cost
 //
 // Directories are persistent treaps of their entries, linked as a tree of
 // inodes. Each entry is a cell whose state a writer replaces in place until
 // the next snapshot freezes it; after that, the first change below a frozen
-// directory copies the path to it once. So between snapshots, writing a
-// file costs O(1) in the tree, creating or removing an entry O(log n) in
-// its directory, and renaming or removing a directory does not depend on
-// what it holds; listing k entries costs O(k + log n). File contents live
+// directory copies the path to it once. A directory's index works the same
+// way (treap.SetOwned): between snapshots, adding or removing an entry
+// links an expected O(1) new nodes into the index in place, where a
+// persistent update would copy the O(log n) path to it. So between
+// snapshots, writing a file costs O(1) in the tree, creating or removing
+// an entry O(log n) time and O(1) memory in its directory, and renaming
+// or removing a directory does not depend on what it holds; listing k
+// entries costs O(k + log n). File contents live
 // in 64 KiB chunks under a persistent radix tree: appending never copies
 // what is already written and an overwrite copies only the chunks it
 // touches. Seeking past the end and writing, or truncating upwards, leaves

@@ -253,6 +253,13 @@ func (h *file) ReadDir(n int) ([]fs.DirEntry, error) {
 		return nil, err
 	}
 	if !h.listing {
+		if h.frozen == nil {
+			// The listing must not change under the handle: freeze the
+			// index, as a snapshot does, so that writes copy from now on.
+			h.fsys.mu.Lock()
+			h.fsys.freeze()
+			h.fsys.mu.Unlock()
+		}
 		e := h.cur()
 		if !e.isDir() {
 			return nil, layer.PathError("readdirent", h.name, syscall.ENOTDIR)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/packfs/packfs/layer"
+	"github.com/packfs/packfs/treap"
 )
 
 // FS is a writable in-memory layer. The zero FS is not usable; call [New].
@@ -15,7 +16,11 @@ type FS struct {
 	root    atomic.Pointer[entry] // the root directory; readers load it
 	rootIno *inode                // the root directory's identity
 	epoch   uint64                // guarded by mu; see entry
-	now     func() time.Time
+	// owner is the treap.Owner of the directory index nodes made since
+	// the last snapshot, which a writer may change in place. Guarded by
+	// mu; every snapshot moves on to a new one.
+	owner treap.Owner
+	now   func() time.Time
 }
 
 var (
@@ -32,7 +37,7 @@ func New() *FS { return NewWithClock(time.Now) }
 // changes sets the clock to each change's recorded time, so that the
 // replayed tree matches the original to the nanosecond.
 func NewWithClock(now func() time.Time) *FS {
-	f := &FS{rootIno: &inode{}, now: now}
+	f := &FS{rootIno: &inode{}, now: now, owner: 1}
 	e := &entry{ino: f.rootIno}
 	e.st.Store(&state{mode: fs.ModeDir | 0o755, mtime: f.now().UnixNano(), kids: emptyDir})
 	f.rootIno.cur.Store(e)
@@ -46,8 +51,33 @@ func NewWithClock(now func() time.Time) *FS {
 func (f *FS) Snapshot() *Snapshot {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.epoch++ // freezes every entry made so far
+	f.freeze()
 	return &Snapshot{root: f.root.Load()}
+}
+
+// freeze makes everything reachable now immutable: later writes copy the
+// entries and index nodes they change instead of changing them in place.
+// The caller holds f.mu.
+func (f *FS) freeze() {
+	f.epoch++
+	if f.owner == treap.MaxOwner {
+		// Owners are about to come round again: clear the claims of the
+		// old ones on what the live tree holds, once per 2^32 snapshots.
+		disown(f.root.Load())
+		f.owner = 0
+	}
+	f.owner++
+}
+
+// disown clears every owner's claim on the index nodes below dir.
+func disown(dir *entry) {
+	kids := dir.state().kids
+	kids.Disown()
+	for _, e := range kids.All() {
+		if e.state().isDir() {
+			disown(e)
+		}
+	}
 }
 
 func (f *FS) view() view { return view{f.root.Load()} }

@@ -17,9 +17,10 @@ const (
 )
 
 // set makes ns the state of ino's file: in place when its entry is of the
-// current epoch, and otherwise in a new entry linked into a new state of
-// its parent, and so on up. The caller holds f.mu. Readers see the change
-// when the one in-place store lands.
+// current epoch, and otherwise in a new entry linked into its parent's
+// index, in place where the index allows it (treap.SetOwned) and else in a
+// new state of the parent, and so on up. The caller holds f.mu. Readers
+// see the change when the one in-place store lands.
 func (f *FS) set(ino *inode, ns *state) {
 	for {
 		e := ino.cur.Load()
@@ -35,8 +36,13 @@ func (f *FS) set(ino *inode, ns *state) {
 			}
 			return
 		}
-		ps := p.cur.Load().state().with()
-		ps.kids = ps.kids.Set(ino.name, ne)
+		old := p.cur.Load().state()
+		kids := old.kids.SetOwned(f.owner, ino.name, ne)
+		if kids == old.kids && p.cur.Load().epoch == f.epoch {
+			return // linked in place: p's index is still the one published
+		}
+		ps := old.with()
+		ps.kids = kids
 		ino, ns = p, ps
 	}
 }
@@ -113,7 +119,7 @@ func (f *FS) link(dir *entry, name string, e *entry, now int64) {
 	e.ino.parent.Store(dir.ino)
 	e.ino.name = name
 	ds := dir.ino.cur.Load().state().with()
-	ds.kids = ds.kids.Set(name, e)
+	ds.kids = ds.kids.SetOwned(f.owner, name, e)
 	ds.mtime = now
 	f.set(dir.ino, ds)
 }
@@ -122,7 +128,7 @@ func (f *FS) link(dir *entry, name string, e *entry, now int64) {
 // handles.
 func (f *FS) unlink(dir *entry, name string, e *entry, now int64) {
 	ds := dir.ino.cur.Load().state().with()
-	ds.kids = ds.kids.Delete(name)
+	ds.kids = ds.kids.DeleteOwned(f.owner, name)
 	ds.mtime = now
 	f.set(dir.ino, ds)
 	e.ino.parent.Store(nil)
