@@ -9,36 +9,41 @@ import "iter"
 //
 // Such an edit may link a new key below a node that an earlier edit has
 // since unlinked, where an iterator that reached that node before can
-// still come upon it out of place. So each stack entry carries its bound:
-// the nearest ancestor the walk went left from (right, for Backward),
-// tightened by every such ancestor above it. A node beyond its bound is
-// skipped with the subtree on its far side, which holds no key that was
-// there when the walk began; a node not beyond the last key yielded is
-// not yielded. What an iterator yields is then strictly in order, and
-// holds every entry that no edit touched while it ran.
+// still come upon it out of place. So each node pushed must lie below its
+// bound, the nearest ancestor the walk went left from (above it, for
+// Backward, going right); one that does not is skipped with the subtree
+// on its far side, which holds no key that was there when the walk began.
+// And a node is yielded only beyond the last key yielded. What an
+// iterator yields is then strictly in order, and holds every entry that
+// no edit touched while it ran.
 
 // step is an iterator's stack entry: a node not yet yielded, and the node
 // whose key bounds it (nil for none).
 type step[K, V any] struct{ t, bound *node[K, V] }
 
-// pushLeft pushes t and its left spine, t bounded above by bound.
+// pushLeft pushes t and its left spine, each below its bound: the nearest
+// ancestor pushed, or bound for t. A node not below it is out of place:
+// it is skipped with its right subtree, and the walk goes on to its left.
 func pushLeft[K, V any](c *config[K], s []step[K, V], t, bound *node[K, V]) []step[K, V] {
 	for ; t != nil; t = loadLink(&t.left) {
-		s = append(s, step[K, V]{t, bound})
-		if bound == nil || c.compare(t.key, bound.key) < 0 {
-			bound = t
+		if bound != nil && c.compare(t.key, bound.key) >= 0 {
+			continue
 		}
+		s = append(s, step[K, V]{t, bound})
+		bound = t
 	}
 	return s
 }
 
-// pushRight pushes t and its right spine, t bounded below by bound.
+// pushRight is pushLeft for descending walks: t and its right spine,
+// each above its bound.
 func pushRight[K, V any](c *config[K], s []step[K, V], t, bound *node[K, V]) []step[K, V] {
 	for ; t != nil; t = loadLink(&t.right) {
-		s = append(s, step[K, V]{t, bound})
-		if bound == nil || c.compare(t.key, bound.key) > 0 {
-			bound = t
+		if bound != nil && c.compare(t.key, bound.key) <= 0 {
+			continue
 		}
+		s = append(s, step[K, V]{t, bound})
+		bound = t
 	}
 	return s
 }
@@ -71,14 +76,14 @@ func (m Map[K, V]) from(k K, min int) iter.Seq2[K, V] {
 		s := buf[:0]
 		var bound *node[K, V]
 		for t := root; t != nil; {
-			if c.compare(t.key, k) >= min {
-				s = append(s, step[K, V]{t, bound})
-				if bound == nil || c.compare(t.key, bound.key) < 0 {
-					bound = t
-				}
-				t = loadLink(&t.left)
-			} else {
+			if c.compare(t.key, k) < min {
 				t = loadLink(&t.right)
+			} else if bound != nil && c.compare(t.key, bound.key) >= 0 {
+				t = loadLink(&t.left) // out of place
+			} else {
+				s = append(s, step[K, V]{t, bound})
+				bound = t
+				t = loadLink(&t.left)
 			}
 		}
 		ascend(c, s, &k, min, yield)
@@ -86,17 +91,14 @@ func (m Map[K, V]) from(k K, min int) iter.Seq2[K, V] {
 }
 
 // ascend yields the nodes on stack s and their right subtrees in order,
-// each only if its key k has cmp(k, *lo) >= min (lo nil: any) and is
-// below its bound; after a yield, lo is the key yielded and min 1.
+// each only if its key k has cmp(k, *lo) >= min (lo nil: any); after a
+// yield, lo is the key yielded and min 1.
 func ascend[K, V any](c *config[K], s []step[K, V], lo *K, min int, yield func(K, V) bool) {
 	var last K
 	for len(s) > 0 {
 		e := s[len(s)-1]
 		s = s[:len(s)-1]
 		t := e.t
-		if e.bound != nil && c.compare(t.key, e.bound.key) >= 0 {
-			continue // out of place: it and its right subtree are new
-		}
 		if lo == nil || c.compare(t.key, *lo) >= min {
 			if !yield(t.key, t.val) {
 				return
@@ -119,9 +121,6 @@ func (m Map[K, V]) Backward() iter.Seq2[K, V] {
 			e := s[len(s)-1]
 			s = s[:len(s)-1]
 			t := e.t
-			if e.bound != nil && c.compare(t.key, e.bound.key) <= 0 {
-				continue
-			}
 			if hi == nil || c.compare(t.key, *hi) < 0 {
 				if !yield(t.key, t.val) {
 					return

@@ -31,6 +31,9 @@ type content struct {
 	hw     *int   // high-water mark of tail's backing array, or nil
 	height int    // of the tree of the chunks before the tail; 0: empty
 	root   *inner
+	// mark holds hw for the version that made a new tail, so that the two
+	// come in one allocation; it fits the struct's size class for free.
+	mark int
 }
 
 // inner is a node of the chunk tree. At height 1 its chunks are the data;
@@ -202,8 +205,8 @@ func (c *content) writeAt(p []byte, off int64) *content {
 			copy(b, old)
 			copy(b[in:], p[n:n+want])
 			nc.tail = b
-			nc.hw = new(int)
-			*nc.hw = need
+			nc.mark = need
+			nc.hw = &nc.mark
 		}
 		n += want
 	}

@@ -28,9 +28,12 @@ type file struct {
 	mu     sync.Mutex // guards what follows
 	off    int64
 	closed bool
-	// A directory lists the entries it held at its first ReadDir, in pages
-	// after the last name returned.
-	listing bool
+	dir    *listing // a directory's listing, from its first ReadDir on
+}
+
+// listing is what a directory handle lists: the entries the directory held
+// at the first ReadDir, in pages after the last name returned.
+type listing struct {
 	kids    treap.Map[string, *entry]
 	after   string
 	started bool
@@ -197,7 +200,7 @@ func (h *file) Seek(offset int64, whence int) (int64, error) {
 	}
 	h.off = pos
 	if pos == 0 && h.cur().isDir() {
-		h.listing, h.started, h.after = false, false, ""
+		h.dir = nil
 	}
 	return pos, nil
 }
@@ -239,7 +242,7 @@ func (h *file) Close() error {
 		return err
 	}
 	h.closed = true
-	h.kids = treap.Map[string, *entry]{}
+	h.dir = nil
 	return nil
 }
 
@@ -252,7 +255,7 @@ func (h *file) ReadDir(n int) ([]fs.DirEntry, error) {
 	if err := h.check("readdirent"); err != nil {
 		return nil, err
 	}
-	if !h.listing {
+	if h.dir == nil {
 		if h.frozen == nil {
 			// The listing must not change under the handle: freeze the
 			// index, as a snapshot does, so that writes copy from now on.
@@ -264,15 +267,15 @@ func (h *file) ReadDir(n int) ([]fs.DirEntry, error) {
 		if !e.isDir() {
 			return nil, layer.PathError("readdirent", h.name, syscall.ENOTDIR)
 		}
-		h.kids, h.listing = e.kids, true
+		h.dir = &listing{kids: e.kids}
 	}
 	if h.frozen == nil && !h.fsys.linked(h.ino) {
 		// Linux lists nothing more of a removed directory.
 		return nil, layer.PathError("readdirent", h.name, errNotExist)
 	}
-	out := list(h.kids, h.after, !h.started, n)
+	out := list(h.dir.kids, h.dir.after, !h.dir.started, n)
 	if len(out) > 0 {
-		h.after, h.started = out[len(out)-1].Name(), true
+		h.dir.after, h.dir.started = out[len(out)-1].Name(), true
 	}
 	if n > 0 && len(out) == 0 {
 		return nil, io.EOF

@@ -106,12 +106,21 @@ func (f *FS) update(op func(root *entry, now int64) error) error {
 	return op(f.root.Load(), f.now().UnixNano())
 }
 
-// create makes a new file with state s, not yet linked.
+// create makes a new file with state s, not yet linked. The inode and its
+// first entry come in one allocation: a file that is never changed after
+// a snapshot keeps that entry for life.
 func (f *FS) create(s *state) *entry {
 	if s.mode.IsDir() {
 		s.kids = emptyDir
 	}
-	return f.newEntry(&inode{}, s)
+	n := &struct {
+		ino inode
+		e   entry
+	}{}
+	n.e.ino, n.e.epoch = &n.ino, f.epoch
+	n.e.st.Store(s)
+	n.ino.cur.Store(&n.e)
+	return &n.e
 }
 
 // link adds e to directory dir under name, or replaces what is there.
