@@ -88,9 +88,12 @@ func (f *File) ReadDir(n int) ([]fs.DirEntry, error) {
 // slice is never nil. An entry removed since the directory was listed is
 // left out, as os leaves it out.
 func (f *File) Readdir(n int) ([]os.FileInfo, error) {
-	infos := []os.FileInfo{}
+	var infos []os.FileInfo
 	for {
 		list, err := f.f.ReadDir(n)
+		if infos == nil {
+			infos = make([]os.FileInfo, 0, len(list))
+		}
 		for _, e := range list {
 			fi, ierr := e.Info()
 			if ierr != nil {
