@@ -5,12 +5,13 @@
 // created, read, stat'ed, listed and removed; 8 goroutines creating,
 // reading and removing 4,000 files each; 8 goroutines of 95% reads.
 //
-// Every afero backend runs the same code: memfsbench.Afero, which uses
-// afero.Fs methods and afero.ReadFile, afero.WriteFile and afero.ReadDir.
-// backend=mem-direct is the in-memory layer through its own API
-// (memfsbench.Mem: mem.FS.ReadFile, ReadDir...), for what the adapter and
-// afero's helpers add on top; backend=floor is an afero.Fs that keeps
-// nothing and returns at once, for what afero's helpers cost alone.
+// Every afero backend runs the same code, the benchmark runner's afero
+// wrapper (bench/internal/workload), which uses afero.Fs methods and
+// afero.ReadFile, afero.WriteFile and afero.ReadDir. backend=mem-direct is
+// the in-memory layer through its own API (workload.KindMem:
+// mem.FS.ReadFile, ReadDir...), for what the adapter and afero's helpers
+// add on top; backend=floor is an afero.Fs that keeps nothing and returns
+// at once, for what afero's helpers cost alone.
 //
 //	cd bench && go test -run '^$' -bench . -count 3 -benchtime 3x ./aferobench/
 package aferobench
@@ -21,10 +22,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/packfs/packfs/aferoadapter"
-	"github.com/packfs/packfs/bench/memfsbench"
-	"github.com/packfs/packfs/layer/mem"
-	"github.com/spf13/afero"
+	"github.com/packfs/packfs/bench/internal/workload"
 )
 
 const (
@@ -36,40 +34,41 @@ const (
 	writePct  = 5
 )
 
-// osAfero is afero's OsFs used with absolute paths under root.
-type osAfero struct {
-	*memfsbench.Afero
-	root string
-}
-
-func (o osAfero) Path(rel string) string { return o.root + "/" + rel }
-
 type backend struct {
 	name string
-	new  func(tb testing.TB) memfsbench.Backend
+	kind workload.Kind
 }
 
 func backends() []backend {
 	return []backend{
-		{"adapter", func(testing.TB) memfsbench.Backend {
-			return &memfsbench.Afero{Fs: aferoadapter.New(mem.New())}
-		}},
-		{"memmapfs", func(testing.TB) memfsbench.Backend { return memfsbench.NewAfero() }},
+		{"adapter", workload.KindAdapter},
+		{"memmapfs", workload.KindMemMapFs},
 		// The in-memory layer through its own API, without the adapter:
 		// what the adapter adds is the difference.
-		{"mem-direct", func(testing.TB) memfsbench.Backend { return memfsbench.NewMem() }},
+		{"mem-direct", workload.KindMem},
 		// What afero's own helpers cost over a file system that does
 		// nothing (floor_test.go); it cannot list, so ReadDir skips it.
-		{"floor", func(testing.TB) memfsbench.Backend { return &memfsbench.Afero{Fs: floorFs{}} }},
-		{"osfs", func(tb testing.TB) memfsbench.Backend {
-			dir := tb.TempDir()
-			if d, err := os.MkdirTemp("/dev/shm", "aferobench-"); err == nil {
-				tb.Cleanup(func() { os.RemoveAll(d) })
-				dir = d
-			}
-			return osAfero{&memfsbench.Afero{Fs: afero.NewOsFs()}, dir}
-		}},
+		{"floor", kindFloor},
+		// afero's OsFs with absolute paths under a temporary directory,
+		// on tmpfs when there is one.
+		{"osfs", workload.KindOsFs},
 	}
+}
+
+// new returns a new, empty file system, closed (a host one removed) when
+// tb ends.
+func (bk backend) new(tb testing.TB) workload.FS {
+	var dir string
+	if bk.kind.Host {
+		var err error
+		if dir, err = os.MkdirTemp("/dev/shm", "aferobench-"); err != nil {
+			dir = tb.TempDir()
+		}
+	}
+	be, err := bk.kind.New(dir)
+	must(tb, err)
+	tb.Cleanup(func() { be.Close() })
+	return be
 }
 
 func must(tb testing.TB, err error) {
@@ -83,11 +82,11 @@ func perUnit(b *testing.B, units int, unit string) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/(float64(b.N)*float64(units)), "ns/"+unit)
 }
 
-func populated(b *testing.B, bk backend) (memfsbench.Backend, []string) {
+func populated(b *testing.B, bk backend) (workload.FS, []string) {
 	be := bk.new(b)
 	must(b, be.Mkdir(be.Path("run")))
-	names := memfsbench.Names(be, "run", "f", nSmall)
-	must(b, memfsbench.CreateAll(be, names, memfsbench.Payload(smallSize)))
+	names := workload.Names(be, "run", "f", nSmall)
+	must(b, workload.CreateAll(be, names, workload.Payload(smallSize)))
 	return be, names
 }
 
@@ -105,14 +104,14 @@ func BenchmarkCreate(b *testing.B) {
 	eachBackend(b, func(b *testing.B, bk backend) {
 		be := bk.new(b)
 		run := be.Path("run")
-		names := memfsbench.Names(be, "run", "f", nSmall)
-		data := memfsbench.Payload(smallSize)
+		names := workload.Names(be, "run", "f", nSmall)
+		data := workload.Payload(smallSize)
 		for b.Loop() {
 			b.StopTimer()
 			must(b, be.RemoveAll(run))
 			must(b, be.Mkdir(run))
 			b.StartTimer()
-			must(b, memfsbench.CreateAll(be, names, data))
+			must(b, workload.CreateAll(be, names, data))
 		}
 		perUnit(b, nSmall, "file")
 	})
@@ -124,7 +123,7 @@ func BenchmarkRead(b *testing.B) {
 		be, names := populated(b, bk)
 		cpu := startCPU()
 		for b.Loop() {
-			must(b, memfsbench.ReadAll(be, names, smallSize))
+			must(b, workload.ReadAll(be, names, smallSize))
 		}
 		perUnit(b, nSmall, "file")
 		cpu.report(b, nSmall, "file")
@@ -137,7 +136,7 @@ func BenchmarkStat(b *testing.B) {
 		be, names := populated(b, bk)
 		cpu := startCPU()
 		for b.Loop() {
-			must(b, memfsbench.StatAll(be, names))
+			must(b, workload.StatAll(be, names))
 		}
 		perUnit(b, nSmall, "file")
 		cpu.report(b, nSmall, "file")
@@ -167,13 +166,13 @@ func BenchmarkRemove(b *testing.B) {
 	eachBackend(b, func(b *testing.B, bk backend) {
 		be := bk.new(b)
 		must(b, be.Mkdir(be.Path("run")))
-		names := memfsbench.Names(be, "run", "f", nSmall)
-		data := memfsbench.Payload(smallSize)
+		names := workload.Names(be, "run", "f", nSmall)
+		data := workload.Payload(smallSize)
 		for b.Loop() {
 			b.StopTimer()
-			must(b, memfsbench.CreateAll(be, names, data))
+			must(b, workload.CreateAll(be, names, data))
 			b.StartTimer()
-			must(b, memfsbench.RemoveEach(be, names))
+			must(b, workload.RemoveEach(be, names))
 		}
 		perUnit(b, nSmall, "file")
 	})
@@ -187,12 +186,12 @@ func BenchmarkConcurrent(b *testing.B) {
 		must(b, be.Mkdir(be.Path("run")))
 		names := make([][]string, nWorkers)
 		for g := range names {
-			names[g] = memfsbench.Names(be, "run", fmt.Sprintf("g%d-", g), perWorker)
+			names[g] = workload.Names(be, "run", fmt.Sprintf("g%d-", g), perWorker)
 		}
-		data := memfsbench.Payload(smallSize)
+		data := workload.Payload(smallSize)
 		cpu := startCPU()
 		for b.Loop() {
-			must(b, memfsbench.CreateReadRemove(be, names, data))
+			must(b, workload.CreateReadRemove(be, names, data))
 		}
 		perUnit(b, nWorkers*perWorker, "file")
 		cpu.report(b, nWorkers*perWorker, "file")
@@ -204,12 +203,12 @@ func BenchmarkConcurrent(b *testing.B) {
 func BenchmarkReadMostly(b *testing.B) {
 	eachBackend(b, func(b *testing.B, bk backend) {
 		be, names := populated(b, bk)
-		data := memfsbench.Payload(smallSize)
+		data := workload.Payload(smallSize)
 		var seed uint64
 		cpu := startCPU()
 		for b.Loop() {
 			seed++
-			must(b, memfsbench.ReadMostly(be, names, data, nWorkers, mostlyOps, writePct, seed))
+			must(b, workload.ReadMostly(be, names, data, nWorkers, mostlyOps, writePct, seed))
 		}
 		perUnit(b, nWorkers*mostlyOps, "access")
 		cpu.report(b, nWorkers*mostlyOps, "access")

@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/packfs/packfs/bench/internal/workload"
 	"github.com/spf13/afero"
 )
 
@@ -16,6 +17,10 @@ import (
 // to the size plus 512 bytes, and reads to EOF), which bounds the speedup
 // any backend can show over another on that workload.
 type floorFs struct{ afero.Fs }
+
+var kindFloor = workload.Kind{Name: "floor", Concurrent: true, New: func(string) (workload.FS, error) {
+	return workload.NewAfero(floorFs{}, "", ""), nil
+}}
 
 var floorPayload = make([]byte, smallSize)
 

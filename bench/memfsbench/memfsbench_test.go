@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+
+	"github.com/packfs/packfs/bench/internal/workload"
 )
 
 // The C predecessor's parameters (bench/bench.c).
@@ -27,64 +29,66 @@ var seqSizes = []struct {
 	n    int
 }{{"1MB", 1 << 20}, {"16MB", 16 << 20}, {"64MB", 64 << 20}}
 
-// backend names a Backend and makes new, empty ones.
+// backend names a kind of file system and makes new, empty ones.
 type backend struct {
 	name string
-	os   bool   // the host filesystem
+	kind workload.Kind
 	dir  string // os: where its temporary directories go ("": os.TempDir)
-	mem  func() Backend
 }
 
 // backends lists mem, os (the default temporary directory), os-tmpfs (a
 // directory under /dev/shm, when there is one) and afero (MemMapFs).
 func backends() []backend {
 	bs := []backend{
-		{name: "mem", mem: func() Backend { return NewMem() }},
-		{name: "os", os: true},
+		{name: "mem", kind: workload.KindMem},
+		{name: "os", kind: workload.KindOS},
 	}
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		bs = append(bs, backend{name: "os-tmpfs", os: true, dir: "/dev/shm"})
+		bs = append(bs, backend{name: "os-tmpfs", kind: workload.KindOS, dir: "/dev/shm"})
 	}
-	return append(bs, backend{name: "afero", mem: func() Backend { return NewAfero() }})
+	return append(bs, backend{name: "afero", kind: workload.KindMemMapFs})
 }
 
-// new returns a new, empty backend; an os one is a temporary directory
-// removed when tb ends.
-func (bk backend) new(tb testing.TB) Backend {
-	if !bk.os {
-		return bk.mem()
+// new returns a new, empty backend, closed when tb ends; an os one is a
+// temporary directory, which Close removes.
+func (bk backend) new(tb testing.TB) workload.FS {
+	var dir string
+	switch {
+	case !bk.kind.Host:
+	case bk.dir == "":
+		dir = tb.TempDir()
+	default:
+		var err error
+		dir, err = os.MkdirTemp(bk.dir, "memfsbench-")
+		must(tb, err)
 	}
-	if bk.dir == "" {
-		return &OS{tb.TempDir()}
-	}
-	dir, err := os.MkdirTemp(bk.dir, "memfsbench-")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { os.RemoveAll(dir) })
-	return &OS{dir}
+	be, err := bk.kind.New(dir)
+	must(tb, err)
+	tb.Cleanup(func() { be.Close() })
+	return be
 }
 
 // osFixtures holds, per os backend, a directory of nSmall small files made
 // once per process: on a disk, making one takes seconds, and Read, Stat,
 // ReadDir and ReadMostly (which rewrites the same bytes) leave it as they
-// found it. TestMain removes them.
-var osFixtures = map[string]*OS{}
+// found it. TestMain closes them, which removes them.
+var osFixtures = map[string]workload.FS{}
 
 // populated returns a backend whose directory run holds nSmall small files,
 // and their names: a new one for an in-memory backend, the process's
 // fixture for an os one.
-func populated(b *testing.B, bk backend) (Backend, []string) {
-	if !bk.os {
+func populated(b *testing.B, bk backend) (workload.FS, []string) {
+	if !bk.kind.Host {
 		be := bk.new(b)
 		return be, populate(b, be, nSmall)
 	}
 	if be, ok := osFixtures[bk.name]; ok {
-		return be, Names(be, "run", "f", nSmall)
+		return be, workload.Names(be, "run", "f", nSmall)
 	}
 	dir, err := os.MkdirTemp(bk.dir, "memfsbench-fixture-")
 	must(b, err)
-	be := &OS{dir}
+	be, err := bk.kind.New(dir)
+	must(b, err)
 	osFixtures[bk.name] = be
 	return be, populate(b, be, nSmall)
 }
@@ -92,14 +96,14 @@ func populated(b *testing.B, bk backend) (Backend, []string) {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	for _, be := range osFixtures {
-		os.RemoveAll(be.Root)
+		be.Close()
 	}
 	os.Exit(code)
 }
 
 // eachBackend runs f as the sub-benchmark backend=NAME on a new backend
 // of every kind.
-func eachBackend(b *testing.B, f func(b *testing.B, be Backend)) {
+func eachBackend(b *testing.B, f func(b *testing.B, be workload.FS)) {
 	for _, bk := range backends() {
 		b.Run("backend="+bk.name, func(b *testing.B) { f(b, bk.new(b)) })
 	}
@@ -107,7 +111,7 @@ func eachBackend(b *testing.B, f func(b *testing.B, be Backend)) {
 
 // eachPopulated runs f as the sub-benchmark backend=NAME on a backend of
 // every kind whose directory run holds nSmall small files (see populated).
-func eachPopulated(b *testing.B, f func(b *testing.B, be Backend, names []string)) {
+func eachPopulated(b *testing.B, f func(b *testing.B, be workload.FS, names []string)) {
 	for _, bk := range backends() {
 		b.Run("backend="+bk.name, func(b *testing.B) {
 			be, names := populated(b, bk)
@@ -140,10 +144,10 @@ func perUnit(b *testing.B, units int, unit string) {
 
 // populate makes the directory run holding n small files and returns
 // their names.
-func populate(tb testing.TB, be Backend, n int) []string {
+func populate(tb testing.TB, be workload.FS, n int) []string {
 	must(tb, be.Mkdir(be.Path("run")))
-	names := Names(be, "run", "f", n)
-	must(tb, CreateAll(be, names, Payload(smallSize)))
+	names := workload.Names(be, "run", "f", n)
+	must(tb, workload.CreateAll(be, names, workload.Payload(smallSize)))
 	return names
 }
 
@@ -154,20 +158,20 @@ func BenchmarkCreate(b *testing.B) {
 	for _, n := range []int{nSmall, 16 * nSmall} {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			for _, bk := range backends() {
-				if bk.os && n > nSmall {
+				if bk.kind.Host && n > nSmall {
 					continue
 				}
 				b.Run("backend="+bk.name, func(b *testing.B) {
 					be := bk.new(b)
 					run := be.Path("run")
-					names := Names(be, "run", "f", n)
-					data := Payload(smallSize)
+					names := workload.Names(be, "run", "f", n)
+					data := workload.Payload(smallSize)
 					for b.Loop() {
 						b.StopTimer()
 						must(b, be.RemoveAll(run))
 						must(b, be.Mkdir(run))
 						b.StartTimer()
-						must(b, CreateAll(be, names, data))
+						must(b, workload.CreateAll(be, names, data))
 					}
 					perUnit(b, n, "file")
 				})
@@ -178,10 +182,10 @@ func BenchmarkCreate(b *testing.B) {
 
 // BenchmarkRead reads each of 20,000 files of 128 bytes (ReadFile).
 func BenchmarkRead(b *testing.B) {
-	eachPopulated(b, func(b *testing.B, be Backend, names []string) {
+	eachPopulated(b, func(b *testing.B, be workload.FS, names []string) {
 		b.SetBytes(nSmall * smallSize)
 		for b.Loop() {
-			must(b, ReadAll(be, names, smallSize))
+			must(b, workload.ReadAll(be, names, smallSize))
 		}
 		perUnit(b, nSmall, "file")
 	})
@@ -189,9 +193,9 @@ func BenchmarkRead(b *testing.B) {
 
 // BenchmarkStat stats each of 20,000 files.
 func BenchmarkStat(b *testing.B) {
-	eachPopulated(b, func(b *testing.B, be Backend, names []string) {
+	eachPopulated(b, func(b *testing.B, be workload.FS, names []string) {
 		for b.Loop() {
-			must(b, StatAll(be, names))
+			must(b, workload.StatAll(be, names))
 		}
 		perUnit(b, nSmall, "file")
 	})
@@ -200,7 +204,7 @@ func BenchmarkStat(b *testing.B) {
 // BenchmarkReadDir lists a directory of 20,000 files, whole, once per
 // iteration.
 func BenchmarkReadDir(b *testing.B) {
-	eachPopulated(b, func(b *testing.B, be Backend, _ []string) {
+	eachPopulated(b, func(b *testing.B, be workload.FS, _ []string) {
 		run := be.Path("run")
 		for b.Loop() {
 			n, err := be.ReadDir(run)
@@ -215,15 +219,15 @@ func BenchmarkReadDir(b *testing.B) {
 
 // BenchmarkRemove removes 20,000 files of 128 bytes from one directory.
 func BenchmarkRemove(b *testing.B) {
-	eachBackend(b, func(b *testing.B, be Backend) {
+	eachBackend(b, func(b *testing.B, be workload.FS) {
 		must(b, be.Mkdir(be.Path("run")))
-		names := Names(be, "run", "f", nSmall)
-		data := Payload(smallSize)
+		names := workload.Names(be, "run", "f", nSmall)
+		data := workload.Payload(smallSize)
 		for b.Loop() {
 			b.StopTimer()
-			must(b, CreateAll(be, names, data))
+			must(b, workload.CreateAll(be, names, data))
 			b.StartTimer()
-			must(b, RemoveEach(be, names))
+			must(b, workload.RemoveEach(be, names))
 		}
 		perUnit(b, nSmall, "file")
 	})
@@ -231,15 +235,15 @@ func BenchmarkRemove(b *testing.B) {
 
 // BenchmarkMkdir makes 4,000 directories in one fresh directory.
 func BenchmarkMkdir(b *testing.B) {
-	eachBackend(b, func(b *testing.B, be Backend) {
+	eachBackend(b, func(b *testing.B, be workload.FS) {
 		run := be.Path("run")
-		names := Names(be, "run", "d", nDirs)
+		names := workload.Names(be, "run", "d", nDirs)
 		for b.Loop() {
 			b.StopTimer()
 			must(b, be.RemoveAll(run))
 			must(b, be.Mkdir(run))
 			b.StartTimer()
-			must(b, MkdirEach(be, names))
+			must(b, workload.MkdirEach(be, names))
 		}
 		perUnit(b, nDirs, "dir")
 	})
@@ -247,14 +251,14 @@ func BenchmarkMkdir(b *testing.B) {
 
 // BenchmarkRmdir removes 4,000 empty directories from one directory.
 func BenchmarkRmdir(b *testing.B) {
-	eachBackend(b, func(b *testing.B, be Backend) {
+	eachBackend(b, func(b *testing.B, be workload.FS) {
 		must(b, be.Mkdir(be.Path("run")))
-		names := Names(be, "run", "d", nDirs)
+		names := workload.Names(be, "run", "d", nDirs)
 		for b.Loop() {
 			b.StopTimer()
-			must(b, MkdirEach(be, names))
+			must(b, workload.MkdirEach(be, names))
 			b.StartTimer()
-			must(b, RemoveEach(be, names))
+			must(b, workload.RemoveEach(be, names))
 		}
 		perUnit(b, nDirs, "dir")
 	})
@@ -264,15 +268,15 @@ func BenchmarkRmdir(b *testing.B) {
 // truncates, then 64 KiB writes, then Close) that was already written
 // once: the steady state.
 func BenchmarkSeqWrite(b *testing.B) {
-	chunk := Payload(chunkSize)
+	chunk := workload.Payload(chunkSize)
 	for _, sz := range seqSizes {
 		b.Run("size="+sz.name, func(b *testing.B) {
-			eachBackend(b, func(b *testing.B, be Backend) {
+			eachBackend(b, func(b *testing.B, be workload.FS) {
 				name := be.Path("big")
-				must(b, SeqWrite(be, name, sz.n, chunk))
+				must(b, workload.SeqWrite(be, name, sz.n, chunk))
 				b.SetBytes(int64(sz.n))
 				for b.Loop() {
-					must(b, SeqWrite(be, name, sz.n, chunk))
+					must(b, workload.SeqWrite(be, name, sz.n, chunk))
 				}
 			})
 		})
@@ -287,13 +291,13 @@ func BenchmarkSeqWrite(b *testing.B) {
 // the heap must take fresh pages from the kernel.
 func BenchmarkSeqWrite64MBFirstTouch(b *testing.B) {
 	const size = 64 << 20
-	chunk := Payload(chunkSize)
+	chunk := workload.Payload(chunkSize)
 	for _, mode := range []string{"fresh", "freeosmem"} {
 		b.Run("mode="+mode, func(b *testing.B) {
 			for _, bk := range backends() {
 				b.Run("backend="+bk.name, func(b *testing.B) {
 					b.SetBytes(size)
-					var be Backend
+					var be workload.FS
 					for b.Loop() {
 						b.StopTimer()
 						if be != nil {
@@ -304,7 +308,7 @@ func BenchmarkSeqWrite64MBFirstTouch(b *testing.B) {
 							debug.FreeOSMemory()
 						}
 						b.StartTimer()
-						must(b, SeqWrite(be, be.Path("big"), size, chunk))
+						must(b, workload.SeqWrite(be, be.Path("big"), size, chunk))
 					}
 				})
 			}
@@ -315,20 +319,16 @@ func BenchmarkSeqWrite64MBFirstTouch(b *testing.B) {
 // BenchmarkSeqRead reads a file of 1, 16 or 64 MB in 64 KiB chunks (Open,
 // Read to the end, Close).
 func BenchmarkSeqRead(b *testing.B) {
-	chunk := Payload(chunkSize)
+	chunk := workload.Payload(chunkSize)
 	for _, sz := range seqSizes {
 		b.Run("size="+sz.name, func(b *testing.B) {
-			eachBackend(b, func(b *testing.B, be Backend) {
+			eachBackend(b, func(b *testing.B, be workload.FS) {
 				name := be.Path("big")
-				must(b, SeqWrite(be, name, sz.n, chunk))
+				must(b, workload.SeqWrite(be, name, sz.n, chunk))
 				buf := make([]byte, chunkSize)
 				b.SetBytes(int64(sz.n))
 				for b.Loop() {
-					n, err := SeqRead(be, name, buf)
-					must(b, err)
-					if n != int64(sz.n) {
-						b.Fatalf("read %d bytes, want %d", n, sz.n)
-					}
+					must(b, workload.SeqRead(be, name, sz.n, buf))
 				}
 			})
 		})
@@ -340,15 +340,15 @@ func BenchmarkSeqRead(b *testing.B) {
 // ns/file is per create+read+remove cycle; ops/s counts each of the three
 // as one operation, as the C benchmark did.
 func BenchmarkConcurrent(b *testing.B) {
-	eachBackend(b, func(b *testing.B, be Backend) {
+	eachBackend(b, func(b *testing.B, be workload.FS) {
 		must(b, be.Mkdir(be.Path("run")))
 		names := make([][]string, nWorkers)
 		for g := range names {
-			names[g] = Names(be, "run", fmt.Sprintf("g%d-", g), perWorker)
+			names[g] = workload.Names(be, "run", fmt.Sprintf("g%d-", g), perWorker)
 		}
-		data := Payload(smallSize)
+		data := workload.Payload(smallSize)
 		for b.Loop() {
-			must(b, CreateReadRemove(be, names, data))
+			must(b, workload.CreateReadRemove(be, names, data))
 		}
 		files := float64(b.N) * nWorkers * perWorker
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/files, "ns/file")
@@ -360,12 +360,12 @@ func BenchmarkConcurrent(b *testing.B) {
 // 20,000 files of 128 bytes: 95% read a random file (ReadFile), 5%
 // overwrite one (WriteFile).
 func BenchmarkReadMostly(b *testing.B) {
-	eachPopulated(b, func(b *testing.B, be Backend, names []string) {
-		data := Payload(smallSize)
+	eachPopulated(b, func(b *testing.B, be workload.FS, names []string) {
+		data := workload.Payload(smallSize)
 		var seed uint64
 		for b.Loop() {
 			seed++
-			must(b, ReadMostly(be, names, data, nWorkers, mostlyOps, writePct, seed))
+			must(b, workload.ReadMostly(be, names, data, nWorkers, mostlyOps, writePct, seed))
 		}
 		perUnit(b, nWorkers*mostlyOps, "access")
 	})
@@ -376,7 +376,7 @@ func BenchmarkReadMostly(b *testing.B) {
 // HeapAlloc after a GC, before and after. In-memory backends only.
 func BenchmarkMemory(b *testing.B) {
 	for _, bk := range backends() {
-		if bk.os {
+		if bk.kind.Host {
 			continue
 		}
 		b.Run("backend="+bk.name, func(b *testing.B) {
@@ -388,7 +388,7 @@ func BenchmarkMemory(b *testing.B) {
 				runtime.GC()
 				runtime.ReadMemStats(&before)
 				b.StartTimer()
-				must(b, CreateEmptyTree(be, memDirs, memFiles))
+				must(b, workload.CreateEmptyTree(be, memDirs, memFiles))
 				b.StopTimer()
 				runtime.GC()
 				runtime.ReadMemStats(&after)
@@ -409,58 +409,54 @@ func TestWorkloads(t *testing.T) {
 	for _, bk := range backends() {
 		t.Run(bk.name, func(t *testing.T) {
 			be := bk.new(t)
-			data := Payload(smallSize)
+			data := workload.Payload(smallSize)
 			names := populate(t, be, 100)
-			must(t, ReadAll(be, names, smallSize))
-			must(t, StatAll(be, names))
+			must(t, workload.ReadAll(be, names, smallSize))
+			must(t, workload.StatAll(be, names))
 			if n, err := be.ReadDir(be.Path("run")); err != nil || n != 100 {
 				t.Fatalf("ReadDir: %d entries, %v", n, err)
 			}
-			must(t, ReadMostly(be, names, data, 4, 200, 50, 1))
-			must(t, ReadAll(be, names, smallSize))
-			must(t, RemoveEach(be, names))
+			must(t, workload.ReadMostly(be, names, data, 4, 200, 50, 1))
+			must(t, workload.ReadAll(be, names, smallSize))
+			must(t, workload.RemoveEach(be, names))
 			if n, err := be.ReadDir(be.Path("run")); err != nil || n != 0 {
 				t.Fatalf("ReadDir after remove: %d entries, %v", n, err)
 			}
 
-			dirs := Names(be, "run", "d", 50)
-			must(t, MkdirEach(be, dirs))
-			must(t, RemoveEach(be, dirs))
+			dirs := workload.Names(be, "run", "d", 50)
+			must(t, workload.MkdirEach(be, dirs))
+			must(t, workload.RemoveEach(be, dirs))
 
 			cr := make([][]string, 4)
 			for g := range cr {
-				cr[g] = Names(be, "run", fmt.Sprintf("g%d-", g), 50)
+				cr[g] = workload.Names(be, "run", fmt.Sprintf("g%d-", g), 50)
 			}
-			must(t, CreateReadRemove(be, cr, data))
+			must(t, workload.CreateReadRemove(be, cr, data))
 
-			chunk := Payload(chunkSize)
+			chunk := workload.Payload(chunkSize)
 			for _, size := range []int{0, 1, chunkSize, 3*chunkSize + 17} {
-				must(t, SeqWrite(be, be.Path("big"), size, chunk))
-				n, err := SeqRead(be, be.Path("big"), make([]byte, chunkSize))
-				must(t, err)
-				if n != int64(size) {
-					t.Fatalf("SeqRead: %d bytes, want %d", n, size)
-				}
+				must(t, workload.SeqWrite(be, be.Path("big"), size, chunk))
+				must(t, workload.SeqRead(be, be.Path("big"), size, make([]byte, chunkSize)))
 			}
 
 			must(t, be.Mkdir(be.Path("tree")))
 			tree := &prefixed{be, "tree/"}
-			must(t, CreateEmptyTree(tree, 3, 5))
+			must(t, workload.CreateEmptyTree(tree, 3, 5))
 			if n, err := be.ReadDir(be.Path("tree/d2")); err != nil || n != 5 {
 				t.Fatalf("ReadDir tree/d2: %d entries, %v", n, err)
 			}
 			must(t, be.RemoveAll(be.Path("run")))
-			if _, err := be.Stat(be.Path("run")); !os.IsNotExist(err) {
+			if err := be.Stat(be.Path("run")); !os.IsNotExist(err) {
 				t.Fatalf("Stat after RemoveAll: %v", err)
 			}
 		})
 	}
 }
 
-// prefixed roots a Backend's Path in a subdirectory.
+// prefixed roots a backend's Path in a subdirectory.
 type prefixed struct {
-	Backend
+	workload.FS
 	prefix string
 }
 
-func (p *prefixed) Path(rel string) string { return p.Backend.Path(p.prefix + rel) }
+func (p *prefixed) Path(rel string) string { return p.FS.Path(p.prefix + rel) }

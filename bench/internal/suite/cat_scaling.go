@@ -150,7 +150,7 @@ func memoryPerEntry(c *Ctx) error {
 			if err != nil {
 				return err
 			}
-			if err := emptyTree(fsys, dirs, files); err != nil {
+			if err := workload.CreateEmptyTree(fsys, dirs, files); err != nil {
 				return err
 			}
 			keep = fsys
@@ -159,26 +159,6 @@ func memoryPerEntry(c *Ctx) error {
 		runtime.KeepAlive(keep)
 		table.SetValue(Spec{Backend: k.Name, Ours: k.Ours, Where: Memory, N: total}, float64(after-before)/float64(total))
 		c.Logf("memory %s: %d bytes", k.Name, after-before)
-	}
-	return nil
-}
-
-// emptyTree makes dirs directories of files empty files each, building
-// the names as it goes, so that whatever the file system keeps of them
-// counts as its memory.
-func emptyTree(fsys workload.FS, dirs, files int) error {
-	var buf []byte
-	for d := range dirs {
-		dir := fsys.Path("d" + strconv.Itoa(d))
-		if err := fsys.Mkdir(dir); err != nil {
-			return err
-		}
-		for i := range files {
-			buf = strconv.AppendInt(append(append(buf[:0], dir...), "/f"...), int64(i), 10)
-			if err := fsys.Create(string(buf), nil); err != nil {
-				return err
-			}
-		}
 	}
 	return nil
 }

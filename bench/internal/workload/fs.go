@@ -1,9 +1,10 @@
-// Package workload holds the file systems the benchmark runner compares and
-// the workloads it times on them. Every file system, PackFS's or an
-// alternative, is wrapped in FS and driven by the same functions, each
-// through that file system's own idiomatic API (mem.FS.Create, os.Create,
-// afero.Fs.Create, billy.Filesystem.Create, ...), so that the timings
-// compare the file systems and not the harness.
+// Package workload holds the file systems the benchmarks compare and the
+// workloads they time on them, shared by the benchmark runner and the go
+// test benchmarks of memfsbench and aferobench. Every file system, PackFS's
+// or an alternative, is wrapped in FS and driven by the same functions,
+// each through that file system's own idiomatic API (mem.FS.Create,
+// os.Create, afero.Fs.Create, billy.Filesystem.Create, ...), so that the
+// timings compare the file systems and not the harness.
 package workload
 
 import (
@@ -30,6 +31,9 @@ type FS interface {
 	Mkdir(name string) error
 	// Remove removes a file or an empty directory.
 	Remove(name string) error
+	// RemoveAll removes name and everything below it; a missing name is
+	// not an error.
+	RemoveAll(name string) error
 	// OpenWrite creates or truncates name for writing.
 	OpenWrite(name string) (io.WriteCloser, error)
 	OpenRead(name string) (io.ReadCloser, error)

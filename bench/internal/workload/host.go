@@ -58,8 +58,9 @@ func (h *hostFS) ReadDir(name string) (int, error) {
 	es, err := os.ReadDir(name)
 	return len(es), err
 }
-func (h *hostFS) Mkdir(name string) error  { return os.Mkdir(name, 0o755) }
-func (h *hostFS) Remove(name string) error { return os.Remove(name) }
+func (h *hostFS) Mkdir(name string) error     { return os.Mkdir(name, 0o755) }
+func (h *hostFS) Remove(name string) error    { return os.Remove(name) }
+func (h *hostFS) RemoveAll(name string) error { return os.RemoveAll(name) }
 func (h *hostFS) OpenWrite(name string) (io.WriteCloser, error) {
 	f, err := os.Create(name)
 	if err != nil || !h.sync {
@@ -119,6 +120,7 @@ func (r *rootFS) ReadDir(name string) (int, error) {
 }
 func (r *rootFS) Mkdir(name string) error                       { return r.r.Mkdir(name, 0o755) }
 func (r *rootFS) Remove(name string) error                      { return r.r.Remove(name) }
+func (r *rootFS) RemoveAll(name string) error                   { return r.r.RemoveAll(name) }
 func (r *rootFS) OpenWrite(name string) (io.WriteCloser, error) { return r.r.Create(name) }
 func (r *rootFS) OpenRead(name string) (io.ReadCloser, error)   { return r.r.Open(name) }
 func (r *rootFS) Close() error {
@@ -169,6 +171,7 @@ func (d *dirFS) ReadDir(name string) (int, error) {
 }
 func (d *dirFS) Mkdir(name string) error                       { return d.d.Mkdir(name, 0o755) }
 func (d *dirFS) Remove(name string) error                      { return d.d.Remove(name) }
+func (d *dirFS) RemoveAll(name string) error                   { return d.d.RemoveAll(name) }
 func (d *dirFS) OpenWrite(name string) (io.WriteCloser, error) { return d.d.Create(name) }
 func (d *dirFS) OpenRead(name string) (io.ReadCloser, error)   { return d.d.Open(name) }
 func (d *dirFS) Close() error {

@@ -63,6 +63,7 @@ func (m *layerFS) ReadDir(name string) (int, error) {
 }
 func (m *layerFS) Mkdir(name string) error                       { return m.l.Mkdir(name, 0o755) }
 func (m *layerFS) Remove(name string) error                      { return m.l.Remove(name) }
+func (m *layerFS) RemoveAll(name string) error                   { return m.l.RemoveAll(name) }
 func (m *layerFS) OpenWrite(name string) (io.WriteCloser, error) { return m.l.Create(name) }
 func (m *layerFS) OpenRead(name string) (io.ReadCloser, error)   { return m.l.Open(name) }
 func (m *layerFS) Close() error                                  { return nil }
@@ -105,6 +106,7 @@ func (a *aferoFS) ReadDir(name string) (int, error) {
 }
 func (a *aferoFS) Mkdir(name string) error                       { return a.fs.Mkdir(name, 0o755) }
 func (a *aferoFS) Remove(name string) error                      { return a.fs.Remove(name) }
+func (a *aferoFS) RemoveAll(name string) error                   { return a.fs.RemoveAll(name) }
 func (a *aferoFS) OpenWrite(name string) (io.WriteCloser, error) { return a.fs.Create(name) }
 func (a *aferoFS) OpenRead(name string) (io.ReadCloser, error)   { return a.fs.Open(name) }
 func (a *aferoFS) Close() error {
@@ -139,6 +141,7 @@ func (b *billyFS) ReadDir(name string) (int, error) {
 }
 func (b *billyFS) Mkdir(name string) error                       { return b.fs.MkdirAll(name, 0o755) }
 func (b *billyFS) Remove(name string) error                      { return b.fs.Remove(name) }
+func (b *billyFS) RemoveAll(name string) error                   { return util.RemoveAll(b.fs, name) }
 func (b *billyFS) OpenWrite(name string) (io.WriteCloser, error) { return b.fs.Create(name) }
 func (b *billyFS) OpenRead(name string) (io.ReadCloser, error)   { return b.fs.Open(name) }
 func (b *billyFS) Close() error                                  { return nil }
@@ -165,6 +168,7 @@ func (r *roFS) ReadDir(name string) (int, error) {
 }
 func (r *roFS) Mkdir(string) error                       { return ErrReadOnly }
 func (r *roFS) Remove(string) error                      { return ErrReadOnly }
+func (r *roFS) RemoveAll(string) error                   { return ErrReadOnly }
 func (r *roFS) OpenWrite(string) (io.WriteCloser, error) { return nil, ErrReadOnly }
 func (r *roFS) OpenRead(name string) (io.ReadCloser, error) {
 	return r.fsys.Open(name)

@@ -1,9 +1,11 @@
 package workload
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 )
 
@@ -27,7 +29,7 @@ func Distinct(i, n int) []byte {
 	return p
 }
 
-// Rel returns the relative names dir/prefixNNNNNN for i in [0, n).
+// Rel returns the relative names dir/prefixNNNNNNN for i in [0, n).
 func Rel(dir, prefix string, n int) []string {
 	names := make([]string, n)
 	for i := range names {
@@ -191,6 +193,51 @@ func CreateReadRemove(fsys FS, names [][]string, data []byte) error {
 		}
 		return nil
 	})
+}
+
+// ReadMostly runs workers goroutines of ops operations each over the
+// existing files names: writePct percent overwrite a random file with data
+// (WriteFile), the rest read a random file (ReadFile). seed varies the
+// choices between runs.
+func ReadMostly(fsys FS, names []string, data []byte, workers, ops, writePct int, seed uint64) error {
+	return Parallel(workers, func(g int) error {
+		r := rand.New(rand.NewPCG(seed, uint64(g)))
+		for range ops {
+			n := names[r.IntN(len(names))]
+			if r.IntN(100) < writePct {
+				if err := fsys.WriteFile(n, data); err != nil {
+					return err
+				}
+			} else if _, err := fsys.ReadFile(n); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+				// afero's MemMapFs reports a read racing a writer's
+				// truncate-then-write as ErrUnexpectedEOF (its file
+				// shrank under the read); the workload times reads, so
+				// such a read counts as done.
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// CreateEmptyTree makes dirs directories of files empty files each. It
+// builds the names as it goes, so that whatever the file system keeps of
+// them counts as its memory.
+func CreateEmptyTree(fsys FS, dirs, files int) error {
+	var buf []byte
+	for d := range dirs {
+		dir := fsys.Path("d" + strconv.Itoa(d))
+		if err := fsys.Mkdir(dir); err != nil {
+			return err
+		}
+		for i := range files {
+			buf = strconv.AppendInt(append(append(buf[:0], dir...), "/f"...), int64(i), 10)
+			if err := fsys.Create(string(buf), nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Shuffled returns names in a random order fixed by seed.
