@@ -49,8 +49,22 @@
 // its own "File is closed" error (not fs.ErrClosed) and lets Stat and
 // Close of a closed file succeed, sets the modification time to year 1
 // for a zero time.Time in Chtimes, gives new files the mode
-// os.ModeTemporary, ignores O_TRUNC with O_RDONLY (Linux truncates), and reports directories
-// as 42 bytes long.
+// os.ModeTemporary, ignores O_TRUNC with O_RDONLY (Linux truncates), and
+// reports directories as 42 bytes long.
+//
+// # Performance
+//
+// Over mem.New(), an Fs lists directories 1.5x to 1.8x faster than
+// MemMapFs and is slower on the rest: creating, removing and reading
+// small files take 1.2x to 1.9x MemMapFs's time, stat 2.3x to 3x
+// (bench/aferobench, 20,000 files of 128 bytes, medians of three runs of
+// five). The in-memory layer pays for O(1) snapshots, lock-free readers
+// and the OS's behaviour: a lookup is a search in an ordered index, not a
+// hash probe; each change makes a new immutable version of the file and
+// of its directory; creating or removing an entry sets the directory's
+// modification time, which MemMapFs leaves alone. afero's helpers cost
+// the same over any backend: afero.ReadFile over a file system that does
+// no work at all takes 0.9x to 0.96x the time of a whole MemMapFs read.
 //
 // # Concurrency
 //
