@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/packfs/packfs/layer/mem"
 )
@@ -157,4 +158,57 @@ func TestReadersDuringInPlaceEdits(t *testing.T) {
 	if err := fsys.Check(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestDirHandleKeepsFirstListing opens a directory while a writer adds
+// and removes files in it: what the handle lists after its first ReadDir
+// never includes a file whose creation began after that call returned.
+func TestDirHandleKeepsFirstListing(t *testing.T) {
+	fsys := mem.New()
+	if err := fsys.Mkdir("d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.WriteFile("d/a", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var started atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for seq := int64(1); !stop.Load(); seq++ {
+			started.Store(seq)
+			if err := fsys.WriteFile(fmt.Sprintf("d/n%09d", seq), nil, 0o644); err != nil {
+				t.Error(err)
+				return
+			}
+			if seq > 20 {
+				fsys.Remove(fmt.Sprintf("d/n%09d", seq-20))
+			}
+		}
+	})
+	for range 1000 {
+		h, err := fsys.Open("d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := h.(fs.ReadDirFile)
+		if _, err := d.ReadDir(1); err != nil {
+			t.Fatal(err)
+		}
+		hi := started.Load()
+		time.Sleep(50 * time.Microsecond) // let the writer run on
+		rest, err := d.ReadDir(-1)
+		h.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range rest {
+			var seq int64
+			if _, err := fmt.Sscanf(e.Name(), "n%09d", &seq); err == nil && seq > hi {
+				t.Fatalf("handle listed %s, created after its first ReadDir (last begun then: %d)", e.Name(), hi)
+			}
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
 }

@@ -256,14 +256,19 @@ func (h *file) ReadDir(n int) ([]fs.DirEntry, error) {
 		return nil, err
 	}
 	if h.dir == nil {
+		var e *state
 		if h.frozen == nil {
 			// The listing must not change under the handle: freeze the
-			// index, as a snapshot does, so that writes copy from now on.
+			// index, as a snapshot does, so that writes copy from now on,
+			// and take the state before the next writer can make one
+			// that the new owner edits in place.
 			h.fsys.mu.Lock()
 			h.fsys.freeze()
+			e = h.cur()
 			h.fsys.mu.Unlock()
+		} else {
+			e = h.cur()
 		}
-		e := h.cur()
 		if !e.isDir() {
 			return nil, layer.PathError("readdirent", h.name, syscall.ENOTDIR)
 		}

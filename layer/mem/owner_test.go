@@ -2,7 +2,9 @@ package mem
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"testing"
 
 	"github.com/packfs/packfs/treap"
@@ -72,4 +74,42 @@ func names(t *testing.T, s *Snapshot) []string {
 		out[i] = e.Name()
 	}
 	return out
+}
+
+// TestOwnerWrapRemovedDirectory writes, after the owners wrap, through a
+// handle on a file whose directory was removed: the write must not reach
+// the removed directory's index, which an old snapshot still holds and
+// which the wrap's disown, walking the live tree only, did not clear.
+func TestOwnerWrapRemovedDirectory(t *testing.T) {
+	f := New()
+	if err := f.Mkdir("d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a", "b", "c", "x", "y", "z"} {
+		if err := f.WriteFile("d/"+n, []byte("old"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := f.OpenFile("d/x", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s0 := f.Snapshot()
+	if err := f.RemoveAll("d"); err != nil {
+		t.Fatal(err)
+	}
+	f.owner = treap.MaxOwner
+	f.Snapshot() // the owners wrap: owner 1, which made d's index, is back
+	if _, err := h.Write([]byte("NEW")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := s0.ReadFile("d/x"); err != nil || string(b) != "old" {
+		t.Errorf("snapshot reads %q, %v after a write through a removed directory; want \"old\"", b, err)
+	}
+	if _, err := h.Seek(0, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := io.ReadAll(h); err != nil || string(b) != "NEW" {
+		t.Errorf("handle reads %q, %v; want \"NEW\"", b, err)
+	}
 }

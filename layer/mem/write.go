@@ -21,7 +21,12 @@ const (
 // index, in place where the index allows it (treap.SetOwned) and else in a
 // new state of the parent, and so on up. The caller holds f.mu. Readers
 // see the change when the one in-place store lands.
+//
+// A file inside a removed directory is reached only through its inode, by
+// its handles: set stops there and leaves the removed directories' indexes
+// alone, which no later freeze or disown would cover.
 func (f *FS) set(ino *inode, ns *state) {
+	checked := false
 	for {
 		e := ino.cur.Load()
 		if e.epoch == f.epoch {
@@ -35,6 +40,12 @@ func (f *FS) set(ino *inode, ns *state) {
 				f.root.Store(ne)
 			}
 			return
+		}
+		if !checked {
+			if !f.linked(p) {
+				return
+			}
+			checked = true
 		}
 		old := p.cur.Load().state()
 		kids := old.kids.SetOwned(f.owner, ino.name, ne)
