@@ -96,32 +96,11 @@ func decodeManifest(data []byte) (manifest, error) {
 
 // readManifest reads the store's manifest.
 func readManifest(dir vfs.FS) (manifest, error) {
-	data, err := readFile(dir, manifestName)
+	data, err := vfs.ReadFile(dir, manifestName)
 	if err != nil {
 		return manifest{}, err
 	}
 	return decodeManifest(data)
-}
-
-// readFile reads the whole file name.
-func readFile(dir vfs.FS, name string) ([]byte, error) {
-	f, err := dir.OpenFile(name, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return nil, err
-	}
-	data := make([]byte, size)
-	if n, err := f.ReadAt(data, 0); n < len(data) {
-		if err == nil || err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, err
-	}
-	return data, nil
 }
 
 // writeAtomic replaces the file name by data, or by what write writes,

@@ -89,15 +89,8 @@ func (v *mountView) Settle() error {
 	if err != nil {
 		return err
 	}
-	root, err := v.upper.Stat(".")
+	upper, err := upperOver(v.upper)
 	if err != nil {
-		return err
-	}
-	upper := mem.New()
-	if err := upper.Chmod(".", root.Mode()); err != nil {
-		return err
-	}
-	if err := upper.Chtimes(".", time.Time{}, root.ModTime()); err != nil {
 		return err
 	}
 	if err := v.u.Unmount(mountAt); err != nil {

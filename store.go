@@ -258,7 +258,7 @@ func (s *Store) openPack(name string) (*openPack, error) {
 	}
 	// Another directory (a test's, say) cannot be mapped: read the pack
 	// into memory once.
-	data, err := readFile(s.dir, name)
+	data, err := vfs.ReadFile(s.dir, name)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package packfs_test
 
 import (
-	"bytes"
 	"io/fs"
 	"sync/atomic"
 	"testing"
@@ -11,8 +10,6 @@ import (
 	"github.com/packfs/packfs/conformance"
 	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/layer/mem"
-	"github.com/packfs/packfs/packreader"
-	"github.com/packfs/packfs/packwriter"
 )
 
 // TestConformanceReadOnly checks unions whose whole tree is in a lower.
@@ -42,17 +39,8 @@ func (s *settling) Settle() error {
 	if err != nil {
 		return err
 	}
-	// The upper layer's root stands for the union's root: carry its
-	// attributes up, as they were.
-	root, err := snap.Stat(".")
+	upper, err := upperOver(snap)
 	if err != nil {
-		return err
-	}
-	upper := mem.New()
-	if err := upper.Chmod(".", root.Mode()); err != nil {
-		return err
-	}
-	if err := upper.Chtimes(".", time.Time{}, root.ModTime()); err != nil {
 		return err
 	}
 	s.FS = packfs.New(upper, snap)
@@ -89,23 +77,11 @@ type packSettling struct {
 
 // Settle packs the upper layer and starts a fresh one above the pack.
 func (s *packSettling) Settle() error {
-	var buf bytes.Buffer
-	if err := packwriter.Write(&buf, s.upper.Snapshot()); err != nil {
-		return err
-	}
-	pack, err := packreader.OpenReaderAt(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	pack, err := packBytes(s.upper.Snapshot())
 	if err != nil {
 		return err
 	}
-	root, err := s.upper.Stat(".")
-	if err != nil {
-		return err
-	}
-	s.upper = mem.New()
-	if err := s.upper.Chmod(".", root.Mode()); err != nil {
-		return err
-	}
-	if err := s.upper.Chtimes(".", time.Time{}, root.ModTime()); err != nil {
+	if s.upper, err = upperOver(s.upper); err != nil {
 		return err
 	}
 	s.lowers = append([]fs.FS{pack}, s.lowers...)
@@ -134,4 +110,22 @@ func TestConformanceOverPacks(t *testing.T) {
 	if made == 0 && !testing.Short() {
 		t.Error("the differential test never settled into a pack")
 	}
+}
+
+// upperOver returns a new, empty upper layer to stand over below: the
+// upper layer's root stands for the union's root, so it carries below's
+// root attributes up, as they were.
+func upperOver(below fs.FS) (*mem.FS, error) {
+	root, err := fs.Stat(below, ".")
+	if err != nil {
+		return nil, err
+	}
+	upper := mem.New()
+	if err := upper.Chmod(".", root.Mode()); err != nil {
+		return nil, err
+	}
+	if err := upper.Chtimes(".", time.Time{}, root.ModTime()); err != nil {
+		return nil, err
+	}
+	return upper, nil
 }

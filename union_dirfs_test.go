@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/conformance"
@@ -146,15 +145,8 @@ func (s *hostSettling) Settle() error {
 	if err != nil {
 		return err
 	}
-	root, err := s.upper.Stat(".")
+	upper, err := upperOver(s.upper)
 	if err != nil {
-		return err
-	}
-	upper := mem.New()
-	if err := upper.Chmod(".", root.Mode()); err != nil {
-		return err
-	}
-	if err := upper.Chtimes(".", time.Time{}, root.ModTime()); err != nil {
 		return err
 	}
 	old := s.dir

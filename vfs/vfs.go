@@ -14,6 +14,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"os"
 	"strings"
 )
 
@@ -48,6 +49,28 @@ type File interface {
 	Truncate(size int64) error
 	// Size returns the file's current size.
 	Size() (int64, error)
+}
+
+// ReadFile reads the whole file name of fsys. A file shorter than its
+// size when opened gives io.ErrUnexpectedEOF.
+func ReadFile(fsys FS, name string) ([]byte, error) {
+	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, size)
+	if n, err := f.ReadAt(data, 0); n < len(data) {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return data, nil
 }
 
 // ErrLocked is what Lock gives while another holder has the lock.

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -160,33 +159,11 @@ func Open(fsys vfs.FS, opts Options, apply func(entries [][]byte) error) (*Log, 
 	return l, nil
 }
 
-// readAll reads a whole file.
-func readAll(fsys vfs.FS, name string) ([]byte, error) {
-	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	size, err := f.Size()
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, size)
-	n, err := f.ReadAt(b, 0)
-	if n == len(b) {
-		err = nil
-	}
-	if err == io.EOF {
-		err = io.ErrUnexpectedEOF
-	}
-	return b[:n], err
-}
-
 // replaySegment replays segment id and returns where its valid records
 // end, having truncated a torn tail if the segment is the last.
 func (l *Log) replaySegment(id uint64, last bool, apply func([][]byte) error) (int64, error) {
 	name := segmentName(id)
-	b, err := readAll(l.fsys, name)
+	b, err := vfs.ReadFile(l.fsys, name)
 	if err != nil {
 		return 0, err
 	}

@@ -47,9 +47,10 @@ func (f *FS) set(ino *inode, ns *state) {
 			}
 			checked = true
 		}
-		old := p.cur.Load().state()
+		pe := p.cur.Load()
+		old := pe.state()
 		kids := old.kids.SetOwned(f.owner, ino.name, ne)
-		if kids == old.kids && p.cur.Load().epoch == f.epoch {
+		if kids == old.kids && pe.epoch == f.epoch {
 			return // linked in place: p's index is still the one published
 		}
 		ps := old.with()

@@ -394,14 +394,28 @@ func (f *memFile) check(op string) error {
 	return nil
 }
 
+// begin checks that f is open and counts operation op on it, with its
+// size if it has one, as a point where the machine may crash. The caller
+// holds f.m.mu.
+func (f *memFile) begin(op string, size ...int64) error {
+	if err := f.check(op); err != nil {
+		return err
+	}
+	format, args := op+" %s", []any{f.name}
+	for _, n := range size {
+		format, args = format+" %d", append(args, n)
+	}
+	if err := f.m.step(format, args...); err != nil {
+		return &fs.PathError{Op: op, Path: f.name, Err: err}
+	}
+	return nil
+}
+
 func (f *memFile) Write(p []byte) (int, error) {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
-	if err := f.check("write"); err != nil {
+	if err := f.begin("write", int64(len(p))); err != nil {
 		return 0, err
-	}
-	if err := f.m.step("write %s %d", f.name, len(p)); err != nil {
-		return 0, &fs.PathError{Op: "write", Path: f.name, Err: err}
 	}
 	if f.flag&(os.O_WRONLY|os.O_RDWR) == 0 {
 		return 0, &fs.PathError{Op: "write", Path: f.name, Err: syscall.EBADF}
@@ -427,11 +441,8 @@ func (ino *inode) writeAt(p []byte, off int) {
 func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
-	if err := f.check("write"); err != nil {
+	if err := f.begin("write", int64(len(p))); err != nil {
 		return 0, err
-	}
-	if err := f.m.step("write %s %d", f.name, len(p)); err != nil {
-		return 0, &fs.PathError{Op: "write", Path: f.name, Err: err}
 	}
 	if f.flag&(os.O_WRONLY|os.O_RDWR) == 0 || f.flag&os.O_APPEND != 0 || off < 0 {
 		return 0, &fs.PathError{Op: "write", Path: f.name, Err: syscall.EBADF}
@@ -443,11 +454,8 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
-	if err := f.check("read"); err != nil {
+	if err := f.begin("read", int64(len(p))); err != nil {
 		return 0, err
-	}
-	if err := f.m.step("read %s %d", f.name, len(p)); err != nil {
-		return 0, &fs.PathError{Op: "read", Path: f.name, Err: err}
 	}
 	if off < 0 {
 		return 0, &fs.PathError{Op: "read", Path: f.name, Err: fs.ErrInvalid}
@@ -468,11 +476,8 @@ func (f *memFile) Sync() error {
 	}
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
-	if err := f.check("sync"); err != nil {
+	if err := f.begin("sync"); err != nil {
 		return err
-	}
-	if err := f.m.step("sync %s", f.name); err != nil {
-		return &fs.PathError{Op: "sync", Path: f.name, Err: err}
 	}
 	ino := f.ino
 	from := min(ino.dirty, len(ino.saved), len(ino.data))
@@ -484,11 +489,8 @@ func (f *memFile) Sync() error {
 func (f *memFile) Truncate(size int64) error {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
-	if err := f.check("truncate"); err != nil {
+	if err := f.begin("truncate", size); err != nil {
 		return err
-	}
-	if err := f.m.step("truncate %s %d", f.name, size); err != nil {
-		return &fs.PathError{Op: "truncate", Path: f.name, Err: err}
 	}
 	if size < 0 {
 		return &fs.PathError{Op: "truncate", Path: f.name, Err: fs.ErrInvalid}
@@ -500,11 +502,8 @@ func (f *memFile) Truncate(size int64) error {
 func (f *memFile) Size() (int64, error) {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
-	if err := f.check("stat"); err != nil {
+	if err := f.begin("stat"); err != nil {
 		return 0, err
-	}
-	if err := f.m.step("stat %s", f.name); err != nil {
-		return 0, &fs.PathError{Op: "stat", Path: f.name, Err: err}
 	}
 	return int64(len(f.ino.data)), nil
 }

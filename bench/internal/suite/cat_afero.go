@@ -47,14 +47,9 @@ func runAfero(c *Ctx) error {
 	targets := c.Targets(workload.KindAdapter, workload.KindMem, workload.KindMemMapFs, workload.KindOsFs, kindCowOs)
 	for range c.Runs {
 		for _, tg := range targets {
-			fsys, err := tg.New(c)
-			if err != nil {
-				return err
-			}
-			err = smallOnce(fsys, tg, n, data, create, read, stat, readdir, unlink)
-			if cerr := fsys.Close(); err == nil {
-				err = cerr
-			}
+			err := tg.Run(c, func(fsys workload.FS) error {
+				return smallOnce(fsys, tg, n, data, create, read, stat, readdir, unlink)
+			})
 			if err != nil {
 				return err
 			}

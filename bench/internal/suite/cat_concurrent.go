@@ -38,23 +38,18 @@ func runConcurrent(c *Ctx) error {
 		workload.KindOS, workload.KindMemMapFs)
 	for range c.Runs {
 		for _, tg := range targets {
-			fsys, err := tg.New(c)
-			if err != nil {
-				return err
-			}
-			names := make([][]string, w)
-			for g := range names {
-				names[g] = workload.Names(fsys, "run", fmt.Sprintf("w%d_", g), per)
-			}
-			err = fsys.Mkdir(fsys.Path("run"))
-			if err == nil {
-				err = table.Time(tg.Spec(ops, ops, int64(ops*Small)), func() error {
+			err := tg.Run(c, func(fsys workload.FS) error {
+				names := make([][]string, w)
+				for g := range names {
+					names[g] = workload.Names(fsys, "run", fmt.Sprintf("w%d_", g), per)
+				}
+				if err := fsys.Mkdir(fsys.Path("run")); err != nil {
+					return err
+				}
+				return table.Time(tg.Spec(ops, ops, int64(ops*Small)), func() error {
 					return workload.CreateReadRemove(fsys, names, data)
 				})
-			}
-			if cerr := fsys.Close(); err == nil {
-				err = cerr
-			}
+			})
 			if err != nil {
 				return err
 			}

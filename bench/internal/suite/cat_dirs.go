@@ -27,21 +27,16 @@ func runDirs(c *Ctx) error {
 		workload.KindOS, workload.KindMemMapFs, workload.KindBilly)
 	for range c.Runs {
 		for _, tg := range targets {
-			fsys, err := tg.New(c)
-			if err != nil {
-				return err
-			}
-			names := workload.Names(fsys, "run", "d", n)
-			err = fsys.Mkdir(fsys.Path("run"))
-			if err == nil {
-				err = mkdir.Time(tg.Spec(n, n, 0), func() error { return workload.MkdirEach(fsys, names) })
-			}
-			if err == nil {
-				err = rmdir.Time(tg.Spec(n, n, 0), func() error { return workload.RemoveEach(fsys, names) })
-			}
-			if cerr := fsys.Close(); err == nil {
-				err = cerr
-			}
+			err := tg.Run(c, func(fsys workload.FS) error {
+				names := workload.Names(fsys, "run", "d", n)
+				if err := fsys.Mkdir(fsys.Path("run")); err != nil {
+					return err
+				}
+				if err := mkdir.Time(tg.Spec(n, n, 0), func() error { return workload.MkdirEach(fsys, names) }); err != nil {
+					return err
+				}
+				return rmdir.Time(tg.Spec(n, n, 0), func() error { return workload.RemoveEach(fsys, names) })
+			})
 			if err != nil {
 				return err
 			}

@@ -61,14 +61,9 @@ func runSmall(c *Ctx) error {
 	for rep := range c.Runs {
 		c.Logf("run %d/%d", rep+1, c.Runs)
 		for _, tg := range targets {
-			fsys, err := tg.New(c)
-			if err != nil {
-				return err
-			}
-			err = smallOnce(fsys, tg, n, data, create, read, stat, readdir, unlink)
-			if cerr := fsys.Close(); err == nil {
-				err = cerr
-			}
+			err := tg.Run(c, func(fsys workload.FS) error {
+				return smallOnce(fsys, tg, n, data, create, read, stat, readdir, unlink)
+			})
 			if err != nil {
 				return err
 			}

@@ -53,3 +53,17 @@ func (t Target) New(c *Ctx) (workload.FS, error) {
 	}
 	return fsys, nil
 }
+
+// Run runs f on a new, empty file system of t and closes it, and returns
+// the first error of the three.
+func (t Target) Run(c *Ctx, f func(fsys workload.FS) error) error {
+	fsys, err := t.New(c)
+	if err != nil {
+		return err
+	}
+	err = f(fsys)
+	if cerr := fsys.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
