@@ -24,10 +24,12 @@ const (
 // that no Map it treats as immutable reaches a node of o: to freeze
 // everything made so far, move on to a new Owner. An Owner must not come
 // back while nodes it made are alive, unless Disown cleared them first.
-// o must be between 1 and MaxOwner; SetOwned panics otherwise.
+// An Owner outside 1 to MaxOwner owns nothing: SetOwned is then Set.
 func (m Map[K, V]) SetOwned(o Owner, k K, v V) Map[K, V] {
 	c := m.config()
-	checkOwner(o)
+	if !validOwner(o) {
+		return m.Set(k, v)
+	}
 	p := c.prio(k)
 	a := alloc[K, V]{owner: o}
 	var pbuf [64]*node[K, V]
@@ -74,12 +76,14 @@ func (m Map[K, V]) SetOwned(o Owner, k K, v V) Map[K, V] {
 
 // DeleteOwned is Delete done as SetOwned does Set: in place in o's
 // nodes, published with one atomic store. If k is absent it returns m
-// and changes nothing.
+// and changes nothing. An Owner outside 1 to MaxOwner makes it Delete.
 func (m Map[K, V]) DeleteOwned(o Owner, k K) Map[K, V] {
 	if m.root == nil {
 		return m
 	}
-	checkOwner(o)
+	if !validOwner(o) {
+		return m.Delete(k)
+	}
 	c := m.cfg
 	var pbuf [64]*node[K, V]
 	var lbuf [64]bool
@@ -131,11 +135,9 @@ func publish[K, V any](o Owner, root *node[K, V], path []*node[K, V], left []boo
 	return sub
 }
 
-func checkOwner(o Owner) {
-	if o == noOwner || o > MaxOwner {
-		panic("treap: Owner out of range; use 1 to MaxOwner")
-	}
-}
+// validOwner reports whether o may own nodes: the zero Owner marks a
+// persistent Map's nodes and the largest a Builder's.
+func validOwner(o Owner) bool { return o != noOwner && o <= MaxOwner }
 
 // Disown gives up every Owner's claim on the nodes of m, so that no later
 // edit changes them in place: a writer whose Owners wrap around calls it
