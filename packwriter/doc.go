@@ -39,5 +39,10 @@
 //   - The whole index (about 100 bytes per entry plus names) is held in
 //     memory until the end.
 //   - Devices, pipes and sockets are an error; so are names that are not
-//     valid io/fs path elements.
+//     valid io/fs path elements (not UTF-8, say) and entries that cannot
+//     be read. [WithSkip] leaves such entries out instead and goes on;
+//     a large file whose copy fails half way is taken back when the
+//     destination is a file, and stops a stream. A character device is a
+//     whiteout only when it is device 0/0 ([layer.IsWhiteoutInfo]).
+//     [WithFilter] leaves out entries a caller names.
 package packwriter

@@ -1,6 +1,7 @@
 package packwriter
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -8,20 +9,26 @@ import (
 
 // WriteFile writes a pack of fsys to the file name atomically: it writes a
 // temporary file in the same directory, syncs it, renames it over name and
-// syncs the directory. On error name is untouched and the temporary file
-// removed. The pack gets
-// permission bits 0o644.
+// syncs the directory. On error name is untouched, the temporary file
+// removed, and the error names name, never the temporary file. The pack
+// gets permission bits 0o644. WriteFile replaces what name is: a symlink
+// is replaced, not written through; callers that mean otherwise resolve
+// name first.
 func WriteFile(name string, fsys fs.FS, opts ...Option) (err error) {
 	dir := filepath.Dir(name)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp*")
 	if err != nil {
-		return err
+		return &fs.PathError{Op: "create", Path: name, Err: bare(err)}
 	}
 	tmp := f.Name()
 	defer func() {
 		if err != nil {
 			f.Close()
 			os.Remove(tmp)
+			var pe *fs.PathError
+			if errors.As(err, &pe) && pe.Path == tmp {
+				err = &fs.PathError{Op: pe.Op, Path: name, Err: pe.Err}
+			}
 		}
 	}()
 	if err = Write(f, fsys, opts...); err != nil {
@@ -37,7 +44,11 @@ func WriteFile(name string, fsys fs.FS, opts ...Option) (err error) {
 		return err
 	}
 	if err = os.Rename(tmp, name); err != nil {
-		return err
+		var le *os.LinkError
+		if errors.As(err, &le) {
+			err = le.Err
+		}
+		return &fs.PathError{Op: "rename", Path: name, Err: err}
 	}
 	d, err := os.Open(dir)
 	if err != nil {
@@ -45,4 +56,13 @@ func WriteFile(name string, fsys fs.FS, opts ...Option) (err error) {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// bare returns the errno inside err, an *fs.PathError, or err.
+func bare(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }

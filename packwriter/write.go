@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/packfs/packfs/internal/packformat"
 	"github.com/packfs/packfs/layer"
@@ -31,6 +32,8 @@ type Option func(*config)
 
 type config struct {
 	progress func(Progress)
+	skip     func(path string, err error) error
+	keep     func(path string, info fs.FileInfo) bool
 	newHash  func() hash.Hash // nil: SHA-256; tests inject others
 }
 
@@ -38,6 +41,25 @@ type config struct {
 // running Write.
 func WithProgress(fn func(Progress)) Option {
 	return func(c *config) { c.progress = fn }
+}
+
+// WithSkip makes Write go on past an entry of the source it cannot
+// read or store (a file that vanished or cannot be read, a directory that
+// cannot be listed, a name io/fs cannot hold, a socket, pipe or device):
+// fn is called with the entry's path and an *fs.PathError saying why,
+// and when it returns nil the entry is left out of the pack (a directory
+// that cannot be listed is kept, empty). When fn returns an error, Write
+// stops with it. Errors writing the destination always stop Write.
+// Without WithSkip, the first such entry stops Write.
+func WithSkip(fn func(path string, err error) error) Option {
+	return func(c *config) { c.skip = fn }
+}
+
+// WithFilter leaves out of the pack every entry for which keep returns
+// false (a directory with its whole subtree); keep sees the entry's path
+// and its Lstat information. The root is always kept.
+func WithFilter(keep func(path string, info fs.FileInfo) bool) Option {
+	return func(c *config) { c.keep = keep }
 }
 
 // smallFile is the size up to which a file's content is read into memory
@@ -55,6 +77,9 @@ type node struct {
 	target string
 	rec    packformat.Record
 	kids   []node
+	// gone marks an entry left out (filtered or skipped). Queued small
+	// files point into their directory's kids, so it stays in place.
+	gone bool
 }
 
 // blob is one stored content.
@@ -69,11 +94,12 @@ type writer struct {
 	c       config
 	fsys    fs.FS
 	out     *bufio.Writer
-	ra      io.ReaderAt    // the destination, when it can be read back
-	off     uint64         // bytes written so far
-	blobs   [][]blob       // chunks of blobChunk: growing never copies
-	nblobs  int            // blobs stored
-	byHash  map[uint64]int // first 8 bytes of a hash -> its latest blob, plus one
+	dst     *countingWriter // beneath out: what reached the destination
+	ra      io.ReaderAt     // the destination, when it can be read back
+	off     uint64          // bytes written so far
+	blobs   [][]blob        // chunks of blobChunk: growing never copies
+	nblobs  int             // blobs stored
+	byHash  map[uint64]int  // first 8 bytes of a hash -> its latest blob, plus one
 	buf     []byte
 	prog    Progress
 	logical uint64
@@ -110,7 +136,8 @@ func Write(w io.Writer, fsys fs.FS, opts ...Option) error {
 	for _, o := range opts {
 		o(&c)
 	}
-	wr := &writer{c: c, fsys: fsys, out: bufio.NewWriterSize(w, 64<<10), byHash: map[uint64]int{}}
+	dst := &countingWriter{w: w}
+	wr := &writer{c: c, fsys: fsys, dst: dst, out: bufio.NewWriterSize(dst, 64<<10), byHash: map[uint64]int{}}
 	if ra, ok := w.(io.ReaderAt); ok {
 		if s, ok := w.(io.Seeker); ok {
 			if pos, err := s.Seek(0, io.SeekCurrent); err == nil && pos == 0 {
@@ -165,7 +192,8 @@ func (w *writer) progress(p string) {
 func (w *writer) dir(n *node, p string) error {
 	ents, err := fs.ReadDir(w.fsys, p)
 	if err != nil {
-		return err
+		// A directory that cannot be listed is kept, empty.
+		return w.skipped(p, "readdir", err)
 	}
 	// ReadDirFS promises sorted names, and a sorted listing is checked in
 	// one comparison per entry; any other is sorted here.
@@ -183,20 +211,30 @@ func (w *writer) dir(n *node, p string) error {
 			return &fs.PathError{Op: "readdir", Path: p, Err: fmt.Errorf("duplicate name %q", name)}
 		}
 		prev = name
-		if len(name) > packformat.MaxNameLen || name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
-			return &fs.PathError{Op: "readdir", Path: p, Err: fmt.Errorf("invalid name %q", name)}
-		}
-		// name is a valid element, so joining needs no cleaning.
+		// name is a valid element once checked, so joining needs no cleaning.
 		cp := name
 		if p != "." {
 			cp = p + "/" + name
 		}
+		k := &n.kids[i]
+		k.gone = true // until stored
+		if why := badName(name); why != "" {
+			if err := w.skipped(cp, "readdir", errors.New(why)); err != nil {
+				return err
+			}
+			continue
+		}
 		fi, err := e.Info()
 		if err != nil {
-			return err
+			if err := w.skipped(cp, "lstat", err); err != nil {
+				return err
+			}
+			continue
+		}
+		if w.c.keep != nil && !w.c.keep(cp, fi) {
+			continue
 		}
 		mode := fi.Mode()
-		k := &n.kids[i]
 		k.name = name
 		k.rec = packformat.Record{Mode: uint32(mode & packformat.ModeMask), Mtime: mtime(fi)}
 		switch t := mode.Type(); {
@@ -204,9 +242,20 @@ func (w *writer) dir(n *node, p string) error {
 			k.rec.Type = packformat.TypeFile
 			queued, err := w.file(k, cp, fi.Size())
 			if err != nil {
-				return err
+				var s stop
+				if errors.As(err, &s) {
+					return s.error
+				}
+				if w.dst.err != nil {
+					return w.dst.err
+				}
+				if err := w.skipped(cp, "read", err); err != nil {
+					return err
+				}
+				continue
 			}
 			if queued {
+				k.gone = false
 				continue // reported once stored
 			}
 		case t == fs.ModeDir:
@@ -215,17 +264,25 @@ func (w *writer) dir(n *node, p string) error {
 			k.rec.Type = packformat.TypeSymlink
 			target, err := fs.ReadLink(w.fsys, cp)
 			if err != nil {
-				return err
+				if err := w.skipped(cp, "readlink", err); err != nil {
+					return err
+				}
+				continue
 			}
 			k.target = target
-		case layer.IsWhiteout(mode):
+		case layer.IsWhiteoutInfo(fi):
 			k.rec.Type = packformat.TypeWhiteout
 			if name == layer.OpaqueName {
 				n.rec.Flags |= packformat.FlagOpaque
 			}
 		default:
-			return &fs.PathError{Op: "packwriter", Path: cp, Err: fmt.Errorf("unsupported file type %v", t)}
+			err := fmt.Errorf("%s: packs hold regular files, directories, symlinks and whiteouts", kind(mode))
+			if err := w.skipped(cp, "pack", err); err != nil {
+				return err
+			}
+			continue
 		}
+		k.gone = false
 		w.progress(cp)
 		if k.rec.Type == packformat.TypeDir {
 			if err := w.dir(k, cp); err != nil {
@@ -234,6 +291,107 @@ func (w *writer) dir(n *node, p string) error {
 		}
 	}
 	return nil
+}
+
+// skipped reports the entry p that could not be read or stored to the
+// skip handler, and returns the error that stops Write, if any.
+func (w *writer) skipped(p, op string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		// The source's own error names its path (os.DirFS: the host
+		// path); the pack's path is the one to report.
+		err = pe.Err
+		if pe.Op != "" {
+			op = pe.Op
+		}
+	}
+	err = &fs.PathError{Op: op, Path: p, Err: err}
+	if w.c.skip == nil {
+		return err
+	}
+	return w.c.skip(p, err)
+}
+
+// badName says why name cannot be an element of a pack, or "".
+func badName(name string) string {
+	switch {
+	case name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00"):
+		return fmt.Sprintf("invalid name %q", name)
+	case !utf8.ValidString(name):
+		return fmt.Sprintf("name %q is not valid UTF-8, which io/fs paths must be", name)
+	case len(name) > packformat.MaxNameLen:
+		return fmt.Sprintf("name of %d bytes is longer than %d", len(name), packformat.MaxNameLen)
+	}
+	return ""
+}
+
+// kind names a file type as people do.
+func kind(mode fs.FileMode) string {
+	switch t := mode.Type(); {
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	case t&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case t&fs.ModeCharDevice != 0:
+		return "a character device"
+	case t&fs.ModeDevice != 0:
+		return "a block device"
+	case t&fs.ModeIrregular != 0:
+		return "an irregular file"
+	}
+	return "a file of type " + mode.Type().String()
+}
+
+// rewind takes the output back to offset off, which the destination
+// reached before: it must be a file (it seeks and truncates).
+func (w *writer) rewind(off uint64) error {
+	if err := w.out.Flush(); err != nil {
+		return err
+	}
+	f, ok := w.dst.w.(interface {
+		io.Seeker
+		Truncate(int64) error
+	})
+	if !ok {
+		return errors.New("the destination is a stream")
+	}
+	if err := f.Truncate(int64(off)); err != nil {
+		return err
+	}
+	if _, err := f.Seek(int64(off), io.SeekStart); err != nil {
+		return err
+	}
+	w.dst.n, w.off = off, off
+	return nil
+}
+
+// stop is an error no skip handler may pass over: storing queued files
+// failed, and they are not the entry being read.
+type stop struct{ error }
+
+func stopping(err error) error {
+	if err == nil {
+		return nil
+	}
+	return stop{err}
+}
+
+// countingWriter counts what reached the destination, so that a copy that
+// fails half way still leaves the offsets right, and keeps the first error
+// of the destination, which no skip handler can pass over.
+type countingWriter struct {
+	w   io.Writer
+	n   uint64
+	err error
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += uint64(n)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return n, err
 }
 
 // file stores the content of the regular file p, or queues it to be
@@ -245,12 +403,12 @@ func (w *writer) file(k *node, p string, sizeHint int64) (queued bool, err error
 			return false, err
 		}
 		if int64(len(data)) <= smallFile {
-			return true, w.queue(k, p, data)
+			return true, stopping(w.queue(k, p, data))
 		}
 	}
 	// Contents are stored in the order of the tree: the queue first.
 	if err := w.drain(); err != nil {
-		return false, err
+		return false, stopping(err)
 	}
 	return false, w.storeLarge(k, p)
 }
@@ -377,7 +535,6 @@ func (w *writer) storeLarge(k *node, p string) error {
 	if err != nil {
 		return err
 	}
-	w.setFile(k, sum, crc, size)
 	head := w.head(sum)
 	for bi := w.first(head, sum); bi >= 0; bi = w.next(bi, sum) {
 		b := w.blob(bi)
@@ -389,6 +546,7 @@ func (w *writer) storeLarge(k *node, p string) error {
 			return err
 		}
 		if same {
+			w.setFile(k, sum, crc, size)
 			k.rec.Off = b.off
 			return nil
 		}
@@ -398,12 +556,19 @@ func (w *writer) storeLarge(k *node, p string) error {
 		return err
 	}
 	sum2, _, size2, err := w.hashStream(open, w.out)
+	if err == nil && (sum2 != sum || size2 != size) {
+		err = &fs.PathError{Op: "read", Path: p, Err: ErrChanged}
+	}
 	if err != nil {
+		// Part of the copy may be out. The entry is not stored, so take
+		// it back where the destination allows; a stream cannot, and the
+		// pack cannot go on.
+		if rerr := w.rewind(off); rerr != nil {
+			return stop{fmt.Errorf("%w; the part already written cannot be taken back: %w", err, rerr)}
+		}
 		return err
 	}
-	if sum2 != sum || size2 != size {
-		return &fs.PathError{Op: "packwriter", Path: p, Err: ErrChanged}
-	}
+	w.setFile(k, sum, crc, size)
 	w.off += size
 	w.prog.Stored += int64(size)
 	k.rec.Off = off
@@ -540,15 +705,20 @@ func (w *writer) finish(root *node) error {
 	for q := 0; q < len(dirs); q++ {
 		d := dirs[q]
 		d.n.rec.Off = count
-		d.n.rec.Size = uint64(len(d.n.kids))
+		live := uint64(0)
 		for j := range d.n.kids {
 			k := &d.n.kids[j]
+			if k.gone {
+				continue
+			}
 			k.rec.Parent = d.i
 			if k.rec.Type == packformat.TypeDir {
-				dirs = append(dirs, dirAt{k, uint32(count + uint64(j))})
+				dirs = append(dirs, dirAt{k, uint32(count + live)})
 			}
+			live++
 		}
-		if count += uint64(len(d.n.kids)); count > 1<<32-1 {
+		d.n.rec.Size = live
+		if count += live; count > 1<<32-1 {
 			return errors.New("packwriter: too many entries")
 		}
 	}
@@ -589,6 +759,9 @@ func (w *writer) finish(root *node) error {
 	}
 	for _, d := range dirs {
 		for j := range d.n.kids {
+			if d.n.kids[j].gone {
+				continue
+			}
 			if err := put(&d.n.kids[j]); err != nil {
 				return err
 			}

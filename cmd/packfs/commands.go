@@ -1,19 +1,28 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path"
+	"path/filepath"
+	"strings"
 	"text/tabwriter"
-	"time"
+
+	"golang.org/x/term"
 
 	"github.com/packfs/packfs/packreader"
 	"github.com/packfs/packfs/packwriter"
 )
 
-func cmdPack(_ *flag.FlagSet, args []string, _, stderr io.Writer) error {
+func packFlags(fl *flag.FlagSet) {
+	fl.Bool("strict", false, "stop at the first entry that cannot be packed (default: warn, skip it, finish, exit 1)")
+}
+
+func cmdPack(fl *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	dir, out := args[0], args[1]
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -22,13 +31,157 @@ func cmdPack(_ *flag.FlagSet, args []string, _, stderr io.Writer) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("%s: not a directory", dir)
 	}
+	dst, err := packOutput(out, stdout)
+	if err != nil {
+		return err
+	}
 	src := os.DirFS(dir)
-	var opts []packwriter.Option
+	opts := []packwriter.Option{packwriter.WithFilter(dst.exclude)}
+	skipped := 0
+	if !flagBool(fl, "strict") {
+		opts = append(opts, packwriter.WithSkip(func(p string, err error) error {
+			skipped++
+			fmt.Fprintf(stderr, "packfs pack: skipping %v\n", hostPathError(err, dir))
+			return nil
+		}))
+	}
 	if bar := newBar(stderr, "packing", func() int64 { return countEntries(src) }); bar != nil {
 		opts = append(opts, packwriter.WithProgress(func(p packwriter.Progress) { bar.Set64(int64(p.Entries)) }))
 		defer bar.Finish()
 	}
-	return packwriter.WriteFile(out, src, opts...)
+	if err := dst.write(src, opts); err != nil {
+		return hostPathError(err, dir)
+	}
+	if skipped > 0 {
+		return fmt.Errorf("%d entries could not be packed and were left out; %s holds the rest", skipped, out)
+	}
+	return nil
+}
+
+// hostPathError names the source entry of err by its host path.
+func hostPathError(err error, dir string) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && fs.ValidPath(pe.Path) {
+		return &fs.PathError{Op: pe.Op, Path: filepath.Join(dir, filepath.FromSlash(pe.Path)), Err: pe.Err}
+	}
+	return err
+}
+
+// output is where pack writes: a regular file replaced atomically (through
+// a symlink to one, the file it names), or a stream (standard output for
+// "-", a FIFO).
+type output struct {
+	path   string    // the regular file to replace, or ""
+	stream io.Writer // else the stream
+	// self is what must not be packed: the output and its temporary file
+	// when they lie inside the source.
+	self []os.FileInfo
+	dir  string // the output's directory, for temporary files
+}
+
+// packOutput checks what OUT names and refuses what a pack must not
+// replace: a device, a directory, a socket.
+func packOutput(out string, stdout io.Writer) (*output, error) {
+	if out == "-" {
+		if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			return nil, errors.New("refusing to write a pack to a terminal; redirect standard output or name a file")
+		}
+		return &output{stream: stdout}, nil
+	}
+	fi, err := os.Stat(out) // through symlinks: their target is what is written
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if lfi, lerr := os.Lstat(out); lerr == nil && lfi.Mode()&fs.ModeSymlink != 0 {
+			return nil, fmt.Errorf("%s: a symlink to nothing; name the file to write", out)
+		}
+		return &output{path: out, dir: filepath.Dir(out)}, nil
+	case err != nil:
+		return nil, err
+	}
+	switch t := fi.Mode().Type(); {
+	case t == 0:
+		real, err := filepath.EvalSymlinks(out)
+		if err != nil {
+			return nil, err
+		}
+		return &output{path: real, dir: filepath.Dir(real), self: []os.FileInfo{fi}}, nil
+	case t&fs.ModeNamedPipe != 0:
+		f, err := os.OpenFile(out, os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		return &output{stream: f}, nil
+	case t == fs.ModeDir:
+		return nil, fmt.Errorf("%s: is a directory; name the pack file to write", out)
+	default:
+		return nil, fmt.Errorf("%s: is %s, not a regular file; a pack replaces only a regular file (use - for standard output)", out, fileKind(fi.Mode()))
+	}
+}
+
+// exclude is packwriter's filter: it leaves the output itself out.
+func (o *output) exclude(p string, fi fs.FileInfo) bool {
+	for _, s := range o.self {
+		if os.SameFile(s, fi) {
+			return false
+		}
+	}
+	if o.path != "" && fi.Mode().IsRegular() && strings.HasPrefix(fi.Name(), "."+filepath.Base(o.path)+".tmp") {
+		// The temporary file, if it lies inside the source.
+		if tfi, err := os.Stat(filepath.Join(o.dir, fi.Name())); err == nil && os.SameFile(tfi, fi) {
+			return false
+		}
+	}
+	return true
+}
+
+func (o *output) write(src fs.FS, opts []packwriter.Option) error {
+	if o.path != "" {
+		return packwriter.WriteFile(o.path, src, opts...)
+	}
+	err := packwriter.Write(o.stream, src, opts...)
+	if c, ok := o.stream.(io.Closer); ok && o.stream != io.Writer(os.Stdout) {
+		err = errors.Join(err, c.Close())
+	}
+	return err
+}
+
+// fileKind names a file type as people do.
+func fileKind(mode fs.FileMode) string {
+	switch t := mode.Type(); {
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	case t&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case t&fs.ModeCharDevice != 0:
+		return "a character device"
+	case t&fs.ModeDevice != 0:
+		return "a block device"
+	case t&fs.ModeSymlink != 0:
+		return "a symlink"
+	case t&fs.ModeDir != 0:
+		return "a directory"
+	case t == 0:
+		return "a regular file"
+	}
+	return "a file of type " + mode.Type().String()
+}
+
+// flagBool returns the value of fl's boolean flag name.
+func flagBool(fl *flag.FlagSet, name string) bool {
+	return fl.Lookup(name).Value.(flag.Getter).Get().(bool)
+}
+
+// packPath turns a path given for a pack entry ("net/", "./net", "/net",
+// "net//http", "") into the io/fs path it names.
+func packPath(p string) (string, error) {
+	c := path.Clean("/" + p)[1:]
+	if c == "" {
+		return ".", nil
+	}
+	if !fs.ValidPath(c) {
+		return "", fmt.Errorf("%q: not a path inside a pack", p)
+	}
+	return c, nil
 }
 
 // countEntries counts the entries of fsys, for the progress bar's total.
@@ -52,25 +205,27 @@ func cmdUnpack(_ *flag.FlagSet, args []string, _, stderr io.Writer) error {
 		progress = func() { bar.Add(1) }
 		defer bar.Finish()
 	}
-	return unpack(r, args[1], progress)
+	return unpack(r, args[1], progress, func(err error) { fmt.Fprintf(stderr, "packfs unpack: %v\n", err) })
 }
-
-var longList bool
 
 func lsFlags(fl *flag.FlagSet) {
-	fl.BoolVar(&longList, "l", false, "long listing: mode, size, modification time, name, symlink target")
+	fl.Bool("l", false, "long listing: mode, size, modification time (local, with its zone), name, symlink target")
 }
 
-func cmdLs(_ *flag.FlagSet, args []string, stdout, _ io.Writer) error {
+func cmdLs(fl *flag.FlagSet, args []string, stdout, _ io.Writer) error {
+	longList := flagBool(fl, "l")
+	p := "."
+	if len(args) > 1 {
+		var err error
+		if p, err = packPath(args[1]); err != nil {
+			return err
+		}
+	}
 	r, err := packreader.Open(args[0])
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	p := "."
-	if len(args) > 1 {
-		p = args[1]
-	}
 	fi, err := r.Stat(p)
 	if err != nil {
 		return err
@@ -108,7 +263,7 @@ func cmdLs(_ *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 			fmt.Fprintln(stdout, name)
 			continue
 		}
-		line := fmt.Sprintf("%v\t%d\t %s %s", info.Mode(), info.Size(), info.ModTime().UTC().Format(time.DateTime), name)
+		line := fmt.Sprintf("%s\t%d\t %s %s", lsMode(info.Mode()), info.Size(), info.ModTime().Local().Format("2006-01-02 15:04:05 MST"), name)
 		if info.Mode()&fs.ModeSymlink != 0 {
 			target := name
 			if dir != "" {
@@ -127,12 +282,16 @@ func cmdLs(_ *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 }
 
 func cmdCat(_ *flag.FlagSet, args []string, stdout, _ io.Writer) error {
+	p, err := packPath(args[1])
+	if err != nil {
+		return err
+	}
 	r, err := packreader.Open(args[0])
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	f, err := r.Open(args[1])
+	f, err := r.Open(p)
 	if err != nil {
 		return err
 	}
@@ -181,4 +340,43 @@ func cmdInfo(_ *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 	fmt.Fprintf(tw, "dedup savings:\t%d bytes (%.1f%%)\n", saved, pct)
 	fmt.Fprintf(tw, "pack size:\t%d\n", st.Size)
 	return tw.Flush()
+}
+
+// lsMode spells mode as ls -l does: "-rw-r--r--", "lrwxrwxrwx",
+// "drwxr-sr-x", "crw-rw-rw-" (fs.FileMode.String spells types its own way).
+func lsMode(mode fs.FileMode) string {
+	b := []byte("----------")
+	switch t := mode.Type(); {
+	case t&fs.ModeDir != 0:
+		b[0] = 'd'
+	case t&fs.ModeSymlink != 0:
+		b[0] = 'l'
+	case t&fs.ModeNamedPipe != 0:
+		b[0] = 'p'
+	case t&fs.ModeSocket != 0:
+		b[0] = 's'
+	case t&fs.ModeCharDevice != 0:
+		b[0] = 'c'
+	case t&fs.ModeDevice != 0:
+		b[0] = 'b'
+	}
+	const rwx = "rwxrwxrwx"
+	for i := range 9 {
+		if mode&(1<<(8-i)) != 0 {
+			b[1+i] = rwx[i]
+		}
+	}
+	special := func(i int, set bool, on, off byte) {
+		if set {
+			if b[i] == 'x' {
+				b[i] = on
+			} else {
+				b[i] = off
+			}
+		}
+	}
+	special(3, mode&fs.ModeSetuid != 0, 's', 'S')
+	special(6, mode&fs.ModeSetgid != 0, 's', 'S')
+	special(9, mode&fs.ModeSticky != 0, 't', 'T')
+	return string(b)
 }

@@ -2,16 +2,32 @@
 //
 // Usage:
 //
-//	packfs pack DIR OUT.pack       write a pack of DIR (atomically)
+//	packfs pack DIR OUT.pack       write a pack of DIR (atomically; - streams it)
 //	packfs unpack PACK DIR         extract PACK into DIR
 //	packfs ls [-l] PACK [PATH]     list a directory (or one entry) of PACK
 //	packfs cat PACK PATH           write a file of PACK to standard output
 //	packfs verify PACK             check every record and content of PACK
 //	packfs info PACK               entries, bytes and dedup savings
 //
-// Every command takes --help. Errors go to standard error and make the exit
-// status non-zero. pack and unpack show a progress bar when standard error
-// is a terminal.
+// Every command takes --help; flags may follow the arguments, and "--"
+// ends them. Errors go to standard error and make the exit status
+// non-zero: 2 for a mistake in the command line, 1 otherwise. pack and
+// unpack show a progress bar when standard error is a terminal.
+//
+// pack writes OUT.pack atomically (temporary file, fsync, rename) when it
+// is a regular file or missing, through a symlink to the file it names;
+// "-" or a FIFO gets the pack streamed; any other kind of OUT is refused.
+// The output is never packed into itself. An entry that cannot be packed
+// (a socket, FIFO or device, a file that vanished or cannot be read, a
+// name that is not UTF-8, a path past PATH_MAX) is reported and left out,
+// and the exit status is 1; -strict stops at the first instead.
+//
+// unpack extracts what is sound: a damaged entry is reported and left out
+// with nothing of it in place, directory modes and times are restored in
+// every case, and the exit status is then 1. Owners are not restored, so
+// files lose setuid and setgid bits, as with tar run without
+// --same-owner. Paths given to ls and cat are cleaned as a shell user
+// writes them ("net/", "./net", "/net", "net//http").
 package main
 
 import (
@@ -34,7 +50,7 @@ type command struct {
 }
 
 var commands = []*command{
-	{name: "pack", args: "DIR OUT.pack", help: "Write a pack of the directory DIR to OUT.pack atomically.", run: cmdPack, nargs: [2]int{2, 2}},
+	{name: "pack", args: "DIR OUT.pack", help: "Write a pack of the directory DIR to OUT.pack atomically (- or a FIFO: stream it there). Entries that cannot be packed are reported and left out.", run: cmdPack, flags: packFlags, nargs: [2]int{2, 2}},
 	{name: "unpack", args: "PACK DIR", help: "Extract PACK into DIR (created if missing; existing files are an error).", run: cmdUnpack, nargs: [2]int{2, 2}},
 	{name: "ls", args: "[-l] PACK [PATH]", help: "List the directory PATH (default: the root) of PACK, or the entry PATH.", run: cmdLs, flags: lsFlags, nargs: [2]int{1, 2}},
 	{name: "cat", args: "PACK PATH", help: "Write the file PATH of PACK to standard output.", run: cmdCat, nargs: [2]int{2, 2}},
@@ -73,35 +89,64 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	fl := flag.NewFlagSet("packfs "+cmd.name, flag.ContinueOnError)
-	fl.SetOutput(stderr)
-	fl.Usage = func() {
-		fmt.Fprintf(fl.Output(), "usage: packfs %s %s\n\n%s\n", cmd.name, cmd.args, cmd.help)
+	// The flag package would print its errors and the usage itself, to
+	// one writer; the usage goes to stdout when asked for and to stderr
+	// after a mistake, once.
+	fl.SetOutput(io.Discard)
+	fl.Usage = func() {}
+	printUsage := func(w io.Writer) {
+		fmt.Fprintf(w, "usage: packfs %s %s\n\n%s\n", cmd.name, cmd.args, cmd.help)
 		if hasFlags(fl) {
-			fmt.Fprintf(fl.Output(), "\noptions:\n")
+			fmt.Fprintf(w, "\noptions:\n")
+			fl.SetOutput(w)
 			fl.PrintDefaults()
+			fl.SetOutput(io.Discard)
 		}
 	}
 	if cmd.flags != nil {
 		cmd.flags(fl)
 	}
-	if err := fl.Parse(args[1:]); err != nil {
+	pos, err := parse(fl, args[1:])
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fl.SetOutput(stdout)
-			fl.Usage()
+			printUsage(stdout)
 			return 0
 		}
+		fmt.Fprintf(stderr, "packfs %s: %v\n", cmd.name, err)
+		printUsage(stderr)
 		return 2
 	}
-	if n := fl.NArg(); n < cmd.nargs[0] || n > cmd.nargs[1] {
+	if n := len(pos); n < cmd.nargs[0] || n > cmd.nargs[1] {
 		fmt.Fprintf(stderr, "packfs %s: wrong number of arguments\n", cmd.name)
-		fl.Usage()
+		printUsage(stderr)
 		return 2
 	}
-	if err := cmd.run(fl, fl.Args(), stdout, stderr); err != nil {
+	if err := cmd.run(fl, pos, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "packfs %s: %v\n", cmd.name, err)
 		return 1
 	}
 	return 0
+}
+
+// parse parses args with fl, letting flags come after positional
+// arguments too (ls PACK -l), as GNU tools do; "--" ends the flags, and
+// "-" alone is an argument. It returns the positional arguments.
+func parse(fl *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fl.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fl.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
 }
 
 func hasFlags(fl *flag.FlagSet) bool {

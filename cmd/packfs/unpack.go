@@ -16,8 +16,15 @@ import (
 // unpack extracts fsys into the host directory dst, preserving modes,
 // modification times (symlinks' too) and symlink targets. Whiteouts become
 // 0/0 character devices, as overlayfs stores them (this needs CAP_MKNOD).
-// Directory modes and times are applied last, deepest first.
-func unpack(fsys fs.FS, dst string, progress func()) error {
+//
+// An entry that cannot be extracted (a damaged content, say) is reported
+// to bad and left out, with nothing of it in place, and extraction goes
+// on; unpack then returns an error counting them. Directory modes and
+// times are applied last, deepest first, whatever happened before.
+// Ownership is not restored, so setuid and setgid bits are dropped from
+// files, as tar does when it does not restore owners: a setuid-user file
+// must not come back as a setuid-root one.
+func unpack(fsys fs.FS, dst string, progress func(), bad func(error)) error {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
 	}
@@ -26,9 +33,21 @@ func unpack(fsys fs.FS, dst string, progress func()) error {
 		info fs.FileInfo
 	}
 	var dirs []dirMeta
-	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+	failed := 0
+	report := func(err error) {
+		failed++
+		bad(err)
+	}
+	walkErr := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return err
+			if p == "." {
+				return err
+			}
+			report(err) // an unreadable directory: its subtree is left out
+			if d != nil && d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
 		}
 		if progress != nil {
 			progress()
@@ -36,52 +55,67 @@ func unpack(fsys fs.FS, dst string, progress func()) error {
 		out := filepath.Join(dst, filepath.FromSlash(p))
 		info, err := d.Info()
 		if err != nil {
-			return err
+			report(err)
+			return nil
 		}
-		switch t := info.Mode().Type(); {
-		case t == fs.ModeDir:
+		if info.IsDir() {
 			if p != "." {
 				if err := os.Mkdir(out, 0o700); err != nil {
-					return err
+					report(err)
+					return fs.SkipDir
 				}
 			}
 			dirs = append(dirs, dirMeta{out, info})
 			return nil
-		case t == 0:
-			if err := writeFile(fsys, p, out, info); err != nil {
-				return err
-			}
-		case t == fs.ModeSymlink:
-			target, err := fs.ReadLink(fsys, p)
-			if err != nil {
-				return err
-			}
-			if err := os.Symlink(target, out); err != nil {
-				return err
-			}
-		case layer.IsWhiteout(info.Mode()):
-			if err := unix.Mknod(out, unix.S_IFCHR|uint32(info.Mode().Perm()), 0); err != nil {
-				return &fs.PathError{Op: "mknod", Path: out, Err: err}
-			}
-		default:
-			return fmt.Errorf("%s: unsupported type %v", p, t)
 		}
-		return setTimes(out, info)
+		if err := extract(fsys, p, out, info); err != nil {
+			report(err)
+		}
+		return nil
 	})
-	if err != nil {
-		return err
-	}
+	var errs []error
 	for _, d := range slices.Backward(dirs) {
-		if err := os.Chmod(d.path, d.info.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
-			return err
+		if err := os.Chmod(d.path, d.info.Mode()&(fs.ModePerm|fs.ModeSetgid|fs.ModeSticky)); err != nil {
+			errs = append(errs, err)
 		}
 		if err := setTimes(d.path, d.info); err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	if failed > 0 {
+		errs = append(errs, fmt.Errorf("%d entries could not be extracted", failed))
+	}
+	return errors.Join(append([]error{walkErr}, errs...)...)
 }
 
+// extract writes the non-directory entry p of fsys, described by info, to
+// the host path out; on error nothing of it is left at out.
+func extract(fsys fs.FS, p, out string, info fs.FileInfo) error {
+	switch t := info.Mode().Type(); {
+	case t == 0:
+		if err := writeFile(fsys, p, out, info); err != nil {
+			return err
+		}
+	case t == fs.ModeSymlink:
+		target, err := fs.ReadLink(fsys, p)
+		if err != nil {
+			return err
+		}
+		if err := os.Symlink(target, out); err != nil {
+			return err
+		}
+	case layer.IsWhiteout(info.Mode()):
+		if err := unix.Mknod(out, unix.S_IFCHR|uint32(info.Mode().Perm()), 0); err != nil {
+			return &fs.PathError{Op: "mknod", Path: out, Err: err}
+		}
+	default:
+		return &fs.PathError{Op: "unpack", Path: p, Err: fmt.Errorf("%s cannot be extracted", fileKind(info.Mode()))}
+	}
+	return setTimes(out, info)
+}
+
+// writeFile writes the regular file p of fsys to out, removing it again
+// when its content cannot be read whole.
 func writeFile(fsys fs.FS, p, out string, info fs.FileInfo) error {
 	src, err := fsys.Open(p)
 	if err != nil {
@@ -93,7 +127,10 @@ func writeFile(fsys fs.FS, p, out string, info fs.FileInfo) error {
 		return err
 	}
 	_, err = io.Copy(f, src)
-	err = errors.Join(err, f.Chmod(info.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)), f.Close())
+	err = errors.Join(err, f.Chmod(info.Mode()&(fs.ModePerm|fs.ModeSticky)), f.Close())
+	if err != nil {
+		os.Remove(out)
+	}
 	return err
 }
 

@@ -1,0 +1,16 @@
+//go:build unix
+
+package layer
+
+import (
+	"io/fs"
+	"syscall"
+)
+
+// deviceNumber returns the device number fi carries, or 0.
+func deviceNumber(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Rdev)
+	}
+	return 0
+}
