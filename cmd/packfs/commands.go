@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +21,9 @@ import (
 
 func packFlags(fl *flag.FlagSet) {
 	fl.Bool("strict", false, "stop at the first entry that cannot be packed (default: warn, skip it, finish, exit 1)")
+	fl.Var(new(patterns), "exclude", "leave out entries whose name or path matches `PATTERN` (path.Match syntax; repeatable); a directory goes with its subtree")
+	fl.Bool("q", false, "quiet: do not name each entry left out (the summary and the exit status still tell)")
+	fl.Bool("v", false, "verbose: name each entry on standard error as it is packed")
 }
 
 func cmdPack(fl *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
@@ -35,27 +39,72 @@ func cmdPack(fl *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	excl := fl.Lookup("exclude").Value.(*patterns)
 	src := os.DirFS(dir)
-	opts := []packwriter.Option{packwriter.WithFilter(dst.exclude)}
+	opts := []packwriter.Option{packwriter.WithFilter(func(p string, fi fs.FileInfo) bool {
+		return dst.exclude(p, fi) && !excl.match(p)
+	})}
 	skipped := 0
 	if !flagBool(fl, "strict") {
+		quiet := flagBool(fl, "q")
 		opts = append(opts, packwriter.WithSkip(func(p string, err error) error {
-			skipped++
-			fmt.Fprintf(stderr, "packfs pack: skipping %v\n", hostPathError(err, dir))
+			if skipped++; !quiet {
+				fmt.Fprintf(stderr, "packfs pack: skipping %v\n", hostPathError(err, dir))
+			}
 			return nil
 		}))
 	}
-	if bar := newBar(stderr, "packing", func() int64 { return countEntries(src) }); bar != nil {
-		opts = append(opts, packwriter.WithProgress(func(p packwriter.Progress) { bar.Set64(int64(p.Entries)) }))
-		defer bar.Finish()
+	verbose := flagBool(fl, "v")
+	bar := newBar(stderr, "packing", func() int64 { return treeBytes(src) })
+	if bar != nil || verbose {
+		opts = append(opts, packwriter.WithProgress(func(p packwriter.Progress) {
+			if verbose {
+				fmt.Fprintln(stderr, p.Path)
+			}
+			if bar != nil {
+				bar.Set64(p.Bytes)
+			}
+		}))
 	}
-	if err := dst.write(src, opts); err != nil {
+	err = dst.write(src, opts)
+	if bar != nil {
+		bar.Finish()
+	}
+	if err != nil {
 		return hostPathError(err, dir)
 	}
 	if skipped > 0 {
 		return fmt.Errorf("%d entries could not be packed and were left out; %s holds the rest", skipped, out)
 	}
 	return nil
+}
+
+// patterns is a repeatable flag of path.Match patterns.
+type patterns []string
+
+func (p *patterns) String() string { return strings.Join(*p, ",") }
+
+func (p *patterns) Set(s string) error {
+	if _, err := path.Match(s, ""); err != nil {
+		return fmt.Errorf("bad pattern %q: %w", s, err)
+	}
+	*p = append(*p, s)
+	return nil
+}
+
+// match reports whether the io/fs path name, or its last element,
+// matches a pattern, as tar's --exclude does.
+func (p *patterns) match(name string) bool {
+	base := path.Base(name)
+	for _, pat := range *p {
+		if ok, _ := path.Match(pat, name); ok {
+			return true
+		}
+		if ok, _ := path.Match(pat, base); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // hostPathError names the source entry of err by its host path.
@@ -184,101 +233,65 @@ func packPath(p string) (string, error) {
 	return c, nil
 }
 
-// countEntries counts the entries of fsys, for the progress bar's total.
-func countEntries(fsys fs.FS) int64 {
+// treeBytes adds up the sizes of fsys's regular files, for the progress
+// bar's total.
+func treeBytes(fsys fs.FS) int64 {
 	var n int64
-	_ = fs.WalkDir(fsys, ".", func(string, fs.DirEntry, error) error { n++; return nil })
+	_ = fs.WalkDir(fsys, ".", func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
 	return n
 }
 
-func cmdUnpack(_ *flag.FlagSet, args []string, _, stderr io.Writer) error {
+func unpackFlags(fl *flag.FlagSet) {
+	fl.Bool("force", false, "replace files already in DIR (directories always merge)")
+	fl.Var(new(patterns), "exclude", "leave out entries whose name or path matches `PATTERN` (path.Match syntax; repeatable)")
+	fl.Bool("v", false, "verbose: name each entry on standard output as it is extracted")
+}
+
+func cmdUnpack(fl *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	r, err := packreader.Open(args[0])
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	var progress func()
-	if bar := newBar(stderr, "unpacking", func() int64 {
+	o := unpackOptions{
+		force:   flagBool(fl, "force"),
+		exclude: *fl.Lookup("exclude").Value.(*patterns),
+		bad:     func(err error) { fmt.Fprintf(stderr, "packfs unpack: %v\n", err) },
+	}
+	for _, a := range args[2:] {
+		p, err := packPath(a)
+		if err != nil {
+			return err
+		}
+		o.paths = append(o.paths, p)
+	}
+	verbose := flagBool(fl, "v")
+	bar := newBar(stderr, "unpacking", func() int64 {
 		st, _ := r.Stats()
-		return int64(st.Entries)
-	}); bar != nil {
-		progress = func() { bar.Add(1) }
-		defer bar.Finish()
-	}
-	return unpack(r, args[1], progress, func(err error) { fmt.Fprintf(stderr, "packfs unpack: %v\n", err) })
-}
-
-func lsFlags(fl *flag.FlagSet) {
-	fl.Bool("l", false, "long listing: mode, size, modification time (local, with its zone), name, symlink target")
-}
-
-func cmdLs(fl *flag.FlagSet, args []string, stdout, _ io.Writer) error {
-	longList := flagBool(fl, "l")
-	p := "."
-	if len(args) > 1 {
-		var err error
-		if p, err = packPath(args[1]); err != nil {
-			return err
-		}
-	}
-	r, err := packreader.Open(args[0])
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	fi, err := r.Stat(p)
-	if err != nil {
-		return err
-	}
-	var infos []fs.FileInfo
-	var dir string
-	if fi.IsDir() {
-		ents, err := r.ReadDir(p)
-		if err != nil {
-			return err
-		}
-		for _, e := range ents {
-			info, err := e.Info()
-			if err != nil {
-				return err
+		return int64(st.Logical)
+	})
+	if bar != nil || verbose {
+		o.progress = func(p string, size int64) {
+			if verbose {
+				fmt.Fprintln(stdout, p)
 			}
-			infos = append(infos, info)
-		}
-		dir = p
-	} else {
-		lfi, err := r.Lstat(p)
-		if err != nil {
-			return err
-		}
-		infos = append(infos, lfi)
-		dir = ""
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 8, 1, ' ', tabwriter.AlignRight)
-	for _, info := range infos {
-		name := info.Name()
-		if dir == "" {
-			name = p
-		}
-		if !longList {
-			fmt.Fprintln(stdout, name)
-			continue
-		}
-		line := fmt.Sprintf("%s\t%d\t %s %s", lsMode(info.Mode()), info.Size(), info.ModTime().Local().Format("2006-01-02 15:04:05 MST"), name)
-		if info.Mode()&fs.ModeSymlink != 0 {
-			target := name
-			if dir != "" {
-				target = dir + "/" + name
-				if dir == "." {
-					target = name
-				}
-			}
-			if t, err := r.ReadLink(target); err == nil {
-				line += " -> " + t
+			if bar != nil {
+				bar.Add64(size)
 			}
 		}
-		fmt.Fprintln(tw, line)
 	}
-	return tw.Flush()
+	err = unpack(r, args[1], o)
+	if bar != nil {
+		bar.Finish()
+	}
+	return err
 }
 
 func cmdCat(_ *flag.FlagSet, args []string, stdout, _ io.Writer) error {
@@ -317,7 +330,11 @@ func cmdVerify(_ *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 	return nil
 }
 
-func cmdInfo(_ *flag.FlagSet, args []string, stdout, _ io.Writer) error {
+func infoFlags(fl *flag.FlagSet) {
+	fl.Bool("json", false, "print the figures as a JSON object")
+}
+
+func cmdInfo(fl *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 	r, err := packreader.Open(args[0])
 	if err != nil {
 		return err
@@ -327,12 +344,20 @@ func cmdInfo(_ *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
+	saved := st.Saved()
+	if flagBool(fl, "json") {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{
+			"entries": st.Entries, "files": st.Files, "dirs": st.Dirs, "symlinks": st.Symlinks, "whiteouts": st.Whiteouts,
+			"contents": st.Contents, "file_bytes": st.Logical, "stored_bytes": st.Stored, "saved_bytes": saved, "pack_bytes": st.Size,
+		})
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 8, 1, ' ', 0)
 	fmt.Fprintf(tw, "entries:\t%d (%d files, %d directories, %d symlinks, %d whiteouts)\n", st.Entries, st.Files, st.Dirs, st.Symlinks, st.Whiteouts)
 	fmt.Fprintf(tw, "contents:\t%d distinct\n", st.Contents)
 	fmt.Fprintf(tw, "file bytes:\t%d\n", st.Logical)
 	fmt.Fprintf(tw, "stored bytes:\t%d (data region, with alignment)\n", st.Stored)
-	saved := st.Saved()
 	pct := 0.0
 	if st.Logical > 0 {
 		pct = 100 * float64(saved) / float64(st.Logical)
@@ -340,43 +365,4 @@ func cmdInfo(_ *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 	fmt.Fprintf(tw, "dedup savings:\t%d bytes (%.1f%%)\n", saved, pct)
 	fmt.Fprintf(tw, "pack size:\t%d\n", st.Size)
 	return tw.Flush()
-}
-
-// lsMode spells mode as ls -l does: "-rw-r--r--", "lrwxrwxrwx",
-// "drwxr-sr-x", "crw-rw-rw-" (fs.FileMode.String spells types its own way).
-func lsMode(mode fs.FileMode) string {
-	b := []byte("----------")
-	switch t := mode.Type(); {
-	case t&fs.ModeDir != 0:
-		b[0] = 'd'
-	case t&fs.ModeSymlink != 0:
-		b[0] = 'l'
-	case t&fs.ModeNamedPipe != 0:
-		b[0] = 'p'
-	case t&fs.ModeSocket != 0:
-		b[0] = 's'
-	case t&fs.ModeCharDevice != 0:
-		b[0] = 'c'
-	case t&fs.ModeDevice != 0:
-		b[0] = 'b'
-	}
-	const rwx = "rwxrwxrwx"
-	for i := range 9 {
-		if mode&(1<<(8-i)) != 0 {
-			b[1+i] = rwx[i]
-		}
-	}
-	special := func(i int, set bool, on, off byte) {
-		if set {
-			if b[i] == 'x' {
-				b[i] = on
-			} else {
-				b[i] = off
-			}
-		}
-	}
-	special(3, mode&fs.ModeSetuid != 0, 's', 'S')
-	special(6, mode&fs.ModeSetgid != 0, 's', 'S')
-	special(9, mode&fs.ModeSticky != 0, 't', 'T')
-	return string(b)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"io/fs"
 	"os"
@@ -392,4 +393,81 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestIssue15Selection: unpack of subtrees, merging into an existing
+// directory, -force, and -exclude on both sides.
+func TestIssue15Selection(t *testing.T) {
+	src := srcTree(t)
+	must(t, os.WriteFile(filepath.Join(src, "d", "e", "deep.txt"), []byte("deep\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(src, "d", "skip.o"), []byte("obj\n"), 0o644))
+	tmp := t.TempDir()
+	pack := filepath.Join(tmp, "p.pack")
+	runOK(t, "pack", "-exclude", "*.o", src, pack)
+	if got := packed(t, pack); contains(got, "d/skip.o") {
+		t.Errorf("-exclude *.o packed %q", got)
+	}
+
+	dst := filepath.Join(tmp, "dst")
+	runOK(t, "unpack", pack, dst, "d/e", "/b.txt")
+	for _, f := range []string{"d/e/deep.txt", "b.txt"} {
+		if _, err := os.Lstat(filepath.Join(dst, f)); err != nil {
+			t.Errorf("%s not extracted: %v", f, err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dst, "d", "a.txt")); err == nil {
+		t.Error("d/a.txt extracted, though only d/e was asked for")
+	}
+	// Merging into dst: directories merge, files in the way are errors.
+	must(t, os.WriteFile(filepath.Join(dst, "b.txt"), []byte("local\n"), 0o644))
+	_, stderr, code := cli(t, tmp, "unpack", pack, dst)
+	if code != 1 || !strings.Contains(stderr, "b.txt") {
+		t.Errorf("unpack over b.txt: exit %d, %q", code, stderr)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dst, "b.txt")); string(got) != "local\n" {
+		t.Errorf("b.txt replaced without -force: %q", got)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dst, "d", "a.txt")); string(got) != "alpha\n" {
+		t.Errorf("the merge did not extract d/a.txt: %q", got)
+	}
+	runOK(t, "unpack", "-force", "-exclude", "e", pack, dst)
+	if got, _ := os.ReadFile(filepath.Join(dst, "b.txt")); string(got) != "bravo\n" {
+		t.Errorf("-force: b.txt is %q", got)
+	}
+}
+
+// TestIssue15Listing: ls -R, -json, -0 and info -json.
+func TestIssue15Listing(t *testing.T) {
+	src := srcTree(t)
+	must(t, os.WriteFile(filepath.Join(src, "new\nline"), []byte("n"), 0o644))
+	tmp := t.TempDir()
+	pack := filepath.Join(tmp, "p.pack")
+	runOK(t, "pack", src, pack)
+	if got := runOK(t, "ls", "-R", pack, "d"); got != "d/a.txt\nd/e\n" {
+		t.Errorf("ls -R d = %q", got)
+	}
+	if got := runOK(t, "ls", "-0", pack); got != "b.txt\x00d\x00ln\x00new\nline\x00" {
+		t.Errorf("ls -0 = %q", got)
+	}
+	var ents []map[string]any
+	if err := json.Unmarshal([]byte(runOK(t, "ls", "-json", "-R", pack)), &ents); err != nil {
+		t.Fatal(err)
+	}
+	byPath := map[string]map[string]any{}
+	for _, e := range ents {
+		byPath[e["path"].(string)] = e
+	}
+	if e := byPath["ln"]; e["type"] != "symlink" || e["target"] != "d/a.txt" {
+		t.Errorf("ls -json: ln is %v", e)
+	}
+	if e := byPath["d/a.txt"]; e["type"] != "file" || e["size"] != 6.0 || e["perm"] != 420.0 {
+		t.Errorf("ls -json: d/a.txt is %v", e)
+	}
+	var info map[string]any
+	if err := json.Unmarshal([]byte(runOK(t, "info", "-json", pack)), &info); err != nil {
+		t.Fatal(err)
+	}
+	if info["entries"] != 7.0 || info["symlinks"] != 1.0 {
+		t.Errorf("info -json = %v", info)
+	}
 }

@@ -3,8 +3,8 @@
 // Usage:
 //
 //	packfs pack DIR OUT.pack       write a pack of DIR (atomically; - streams it)
-//	packfs unpack PACK DIR         extract PACK into DIR
-//	packfs ls [-l] PACK [PATH]     list a directory (or one entry) of PACK
+//	packfs unpack PACK DIR [PATH]  extract PACK (or its subtrees PATH) into DIR
+//	packfs ls [-lR] PACK [PATH]    list a directory (or one entry, or a subtree) of PACK
 //	packfs cat PACK PATH           write a file of PACK to standard output
 //	packfs verify PACK             check every record and content of PACK
 //	packfs info PACK               entries, bytes and dedup savings
@@ -51,11 +51,11 @@ type command struct {
 
 var commands = []*command{
 	{name: "pack", args: "DIR OUT.pack", help: "Write a pack of the directory DIR to OUT.pack atomically (- or a FIFO: stream it there). Entries that cannot be packed are reported and left out.", run: cmdPack, flags: packFlags, nargs: [2]int{2, 2}},
-	{name: "unpack", args: "PACK DIR", help: "Extract PACK into DIR (created if missing; existing files are an error).", run: cmdUnpack, nargs: [2]int{2, 2}},
-	{name: "ls", args: "[-l] PACK [PATH]", help: "List the directory PATH (default: the root) of PACK, or the entry PATH.", run: cmdLs, flags: lsFlags, nargs: [2]int{1, 2}},
+	{name: "unpack", args: "PACK DIR [PATH...]", help: "Extract PACK, or only the subtrees PATH, into DIR (created if missing; directories merge; existing files are an error without -force).", run: cmdUnpack, flags: unpackFlags, nargs: [2]int{2, 1 << 20}},
+	{name: "ls", args: "[-l|-R|-json|-0] PACK [PATH]", help: "List the directory PATH (default: the root) of PACK, or the entry PATH.", run: cmdLs, flags: lsFlags, nargs: [2]int{1, 2}},
 	{name: "cat", args: "PACK PATH", help: "Write the file PATH of PACK to standard output.", run: cmdCat, nargs: [2]int{2, 2}},
 	{name: "verify", args: "PACK", help: "Check PACK completely: header, index, tree and every content's checksums.", run: cmdVerify, nargs: [2]int{1, 1}},
-	{name: "info", args: "PACK", help: "Print PACK's entry counts, sizes and dedup savings.", run: cmdInfo, nargs: [2]int{1, 1}},
+	{name: "info", args: "PACK", help: "Print PACK's entry counts, sizes and dedup savings.", run: cmdInfo, flags: infoFlags, nargs: [2]int{1, 1}},
 }
 
 func usage(w io.Writer) {

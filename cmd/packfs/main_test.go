@@ -79,7 +79,7 @@ func TestRoundTrip(t *testing.T) {
 			}
 			tmp := t.TempDir()
 			src, dst, pack := filepath.Join(tmp, "src"), filepath.Join(tmp, "dst"), filepath.Join(tmp, "t.pack")
-			if err := unpack(m.Snapshot(), src, nil, func(err error) { t.Error(err) }); err != nil {
+			if err := unpack(m.Snapshot(), src, unpackOptions{bad: func(err error) { t.Error(err) }}); err != nil {
 				t.Fatal(err)
 			}
 			runOK(t, "pack", src, pack)
