@@ -8,6 +8,8 @@
 //	packfs cat PACK PATH           write a file of PACK to standard output
 //	packfs verify PACK             check every record and content of PACK
 //	packfs info PACK               entries, bytes and dedup savings
+//	packfs diff A B                what differs between two packs or directories
+//	packfs version                 the version this binary was built from (also --version)
 //
 // Every command takes --help. Errors go to standard error and make the exit
 // status non-zero. pack and unpack show a progress bar when standard error
@@ -40,6 +42,8 @@ var commands = []*command{
 	{name: "cat", args: "PACK PATH", help: "Write the file PATH of PACK to standard output.", run: cmdCat, nargs: [2]int{2, 2}},
 	{name: "verify", args: "PACK", help: "Check PACK completely: header, index, tree and every content's checksums.", run: cmdVerify, nargs: [2]int{1, 1}},
 	{name: "info", args: "PACK", help: "Print PACK's entry counts, sizes and dedup savings.", run: cmdInfo, nargs: [2]int{1, 1}},
+	{name: "diff", args: "A B", help: "List what differs between A and B, each a pack or a directory; exit 0 same, 1 different, 2 trouble.", run: cmdDiff, flags: diffFlags, nargs: [2]int{2, 2}},
+	{name: "version", help: "Print the version this binary was built from.", run: cmdVersion},
 }
 
 func usage(w io.Writer) {
@@ -60,6 +64,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return 0
+	case "-version", "--version":
+		args = []string{"version"}
 	}
 	var cmd *command
 	for _, c := range commands {
@@ -98,8 +104,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err := cmd.run(fl, fl.Args(), stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "packfs %s: %v\n", cmd.name, err)
-		return 1
+		return exitStatus(cmd.name, err, stderr)
 	}
 	return 0
 }
