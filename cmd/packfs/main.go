@@ -9,6 +9,7 @@
 //	packfs verify PACK             check every record and content of PACK
 //	packfs info PACK               entries, bytes and dedup savings
 //	packfs diff A B                what differs between two packs or directories
+//	packfs serve PACK|STOREDIR     serve a pack or a store over HTTP
 //	packfs version                 the version this binary was built from (also --version)
 //
 // Every command takes --help. Errors go to standard error and make the exit
@@ -43,6 +44,7 @@ var commands = []*command{
 	{name: "verify", args: "PACK", help: "Check PACK completely: header, index, tree and every content's checksums.", run: cmdVerify, nargs: [2]int{1, 1}},
 	{name: "info", args: "PACK", help: "Print PACK's entry counts, sizes and dedup savings.", run: cmdInfo, nargs: [2]int{1, 1}},
 	{name: "diff", args: "A B", help: "List what differs between A and B, each a pack or a directory; exit 0 same, 1 different, 2 trouble.", run: cmdDiff, flags: diffFlags, nargs: [2]int{2, 2}},
+	{name: "serve", args: "PACK|STOREDIR", help: "Serve a pack, or a store directory read-only, over HTTP until SIGINT or SIGTERM.", run: cmdServe, flags: serveFlags, nargs: [2]int{1, 1}},
 	{name: "version", help: "Print the version this binary was built from.", run: cmdVersion},
 }
 
