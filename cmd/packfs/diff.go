@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode"
 
@@ -131,8 +132,8 @@ func (d *differ) compare(p string) error {
 		return d.in(d.b, err)
 	}
 	am, bm := ai.Mode(), bi.Mode()
-	if am.Type() != bm.Type() {
-		d.add("type", p, ": "+diffKind(am)+" -> "+diffKind(bm))
+	if ak, bk := diffKind(ai), diffKind(bi); ak != bk {
+		d.add("type", p, ": "+ak+" -> "+bk)
 		if am.IsDir() {
 			return d.all("removed", d.a, p, false)
 		}
@@ -255,11 +256,11 @@ func readError(p string, err error) error {
 	return &fs.PathError{Op: "read", Path: p, Err: err}
 }
 
-func diffKind(m fs.FileMode) string {
-	if m.Type() == 0 {
+func diffKind(fi fs.FileInfo) string {
+	if fi.Mode().Type() == 0 {
 		return "file"
 	}
-	return modeKind(m)
+	return fileKind(fi)
 }
 
 func diffTime(t time.Time) string {
@@ -298,9 +299,9 @@ func openSource(name string) (fs.FS, func() error, error) {
 	return r, r.Close, nil
 }
 
-// modeKind names a file's type as a user says it.
-func modeKind(m fs.FileMode) string {
-	switch t := m.Type(); {
+// fileKind names a file's type as a user says it.
+func fileKind(fi fs.FileInfo) string {
+	switch t := fi.Mode().Type(); {
 	case t == 0:
 		return "regular file"
 	case t == fs.ModeDir:
@@ -311,16 +312,25 @@ func modeKind(m fs.FileMode) string {
 		return "FIFO"
 	case t == fs.ModeSocket:
 		return "socket"
-	case layer.IsWhiteout(m):
+	case isWhiteout(fi):
 		return "whiteout"
 	case t&fs.ModeCharDevice != 0:
 		return "character device"
 	case t == fs.ModeDevice:
 		return "block device"
-	case t == fs.ModeIrregular:
-		return "irregular file"
 	}
-	return m.Type().String()
+	return "irregular file"
+}
+
+// isWhiteout reports whether fi is a whiteout: a pack's or a layer's
+// entry of type layer.ModeWhiteout, or on a host a 0/0 character device,
+// as overlayfs stores one. Other character devices are devices.
+func isWhiteout(fi fs.FileInfo) bool {
+	if !layer.IsWhiteout(fi.Mode()) {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return !ok || st.Rdev == 0
 }
 
 // modeBits are the mode bits a store keeps beside the type.

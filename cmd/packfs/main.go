@@ -10,6 +10,7 @@
 //	packfs info PACK               entries, bytes and dedup savings
 //	packfs diff A B                what differs between two packs or directories
 //	packfs serve PACK|STOREDIR     serve a pack or a store over HTTP
+//	packfs store SUBCOMMAND DIR    info, checkpoint, flatten, verify, export, import
 //	packfs version                 the version this binary was built from (also --version)
 //
 // Every command takes --help. Errors go to standard error and make the exit
@@ -45,6 +46,7 @@ var commands = []*command{
 	{name: "info", args: "PACK", help: "Print PACK's entry counts, sizes and dedup savings.", run: cmdInfo, nargs: [2]int{1, 1}},
 	{name: "diff", args: "A B", help: "List what differs between A and B, each a pack or a directory; exit 0 same, 1 different, 2 trouble.", run: cmdDiff, flags: diffFlags, nargs: [2]int{2, 2}},
 	{name: "serve", args: "PACK|STOREDIR", help: "Serve a pack, or a store directory read-only, over HTTP until SIGINT or SIGTERM.", run: cmdServe, flags: serveFlags, nargs: [2]int{1, 1}},
+	{name: "store", args: "SUBCMD DIR [ARGS]", help: storeHelp, run: cmdStore, flags: storeFlags, nargs: [2]int{1, 16}},
 	{name: "version", help: "Print the version this binary was built from.", run: cmdVersion},
 }
 
