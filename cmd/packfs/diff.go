@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/packreader"
@@ -69,7 +70,7 @@ func diffFlags(fl *flag.FlagSet) {
 //
 // Everything below an added or removed directory is listed. Exit status
 // as diff(1): 0 same, 1 different, 2 trouble.
-func cmdDiff(_ *flag.FlagSet, args []string, stdout, _ io.Writer) error {
+func cmdDiff(_ *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	trouble := func(err error) error { return &statusError{code: 2, err: err} }
 	a, closeA, err := openSource(args[0])
 	if err != nil {
@@ -81,7 +82,7 @@ func cmdDiff(_ *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 		return trouble(err)
 	}
 	defer closeB()
-	d := &differ{a: a, b: b, aName: args[0], bName: args[1], times: !diffIgnoreTimes}
+	d := &differ{a: a, b: b, aName: args[0], bName: args[1], times: !diffIgnoreTimes, stderr: stderr}
 	if err := d.compare("."); err != nil {
 		return trouble(err)
 	}
@@ -93,10 +94,25 @@ func cmdDiff(_ *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 	if _, err := stdout.Write(buf.Bytes()); err != nil {
 		return trouble(err)
 	}
-	if len(d.lines) > 0 {
+	switch {
+	case d.skipped:
+		return &statusError{code: 2}
+	case len(d.lines) > 0:
 		return &statusError{code: 1}
 	}
 	return nil
+}
+
+// errNotUTF8 is why a host name that is not UTF-8 cannot be compared or
+// imported: io/fs paths are UTF-8.
+var errNotUTF8 = errors.New("name is not valid UTF-8, which io/fs paths must be")
+
+// checkName refuses a name io/fs cannot hold, saying which and why.
+func checkName(p string) error {
+	if utf8.ValidString(p) {
+		return nil
+	}
+	return &fs.PathError{Op: "open", Path: strconv.Quote(p), Err: errNotUTF8}
 }
 
 type diffLine struct{ kind, path, detail string }
@@ -106,6 +122,14 @@ type differ struct {
 	aName, bName string // as given, to say which tree an error is in
 	times        bool
 	lines        []diffLine
+	stderr       io.Writer
+	skipped      bool // a name was left out: diff exits 2, as diff(1) on trouble
+}
+
+// skip reports an entry of fsys left out of the comparison.
+func (d *differ) skip(fsys fs.FS, err error) {
+	fmt.Fprintf(d.stderr, "packfs diff: %v (skipped)\n", d.in(fsys, err))
+	d.skipped = true
 }
 
 // in says that err happened in the tree fsys.
@@ -184,6 +208,12 @@ func (d *differ) compare(p string) error {
 	// Both listings are sorted by name: merge them.
 	for len(ae) > 0 || len(be) > 0 {
 		switch {
+		case len(ae) > 0 && checkName(ae[0].Name()) != nil:
+			d.skip(d.a, checkName(path.Join(p, ae[0].Name())))
+			ae = ae[1:]
+		case len(be) > 0 && checkName(be[0].Name()) != nil:
+			d.skip(d.b, checkName(path.Join(p, be[0].Name())))
+			be = be[1:]
 		case len(be) == 0 || len(ae) > 0 && ae[0].Name() < be[0].Name():
 			if err := d.all("removed", d.a, path.Join(p, ae[0].Name()), true); err != nil {
 				return err
@@ -206,7 +236,14 @@ func (d *differ) compare(p string) error {
 
 // all lists p (if self) and everything below it in fsys as kind.
 func (d *differ) all(kind string, fsys fs.FS, p string, self bool) error {
-	return fs.WalkDir(fsys, p, func(q string, _ fs.DirEntry, err error) error {
+	return fs.WalkDir(fsys, p, func(q string, e fs.DirEntry, err error) error {
+		if nerr := checkName(q); nerr != nil {
+			d.skip(fsys, nerr)
+			if e != nil && e.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
 		if err != nil {
 			return d.in(fsys, err)
 		}

@@ -150,3 +150,37 @@ func TestIssue15DiffTrouble(t *testing.T) {
 		}
 	}
 }
+
+// TestIssue15DiffNotUTF8: a host name that io/fs cannot hold is named,
+// quoted, with the reason, and skipped; the rest is compared, and the
+// exit status is 2. An import of it is refused whole.
+func TestIssue15DiffNotUTF8(t *testing.T) {
+	tmp := t.TempDir()
+	a, b := filepath.Join(tmp, "a"), filepath.Join(tmp, "b")
+	must(t, os.MkdirAll(filepath.Join(a, "sub"), 0o755))
+	must(t, os.MkdirAll(filepath.Join(b, "sub"), 0o755))
+	must(t, os.WriteFile(filepath.Join(b, "bad\xff"), nil, 0o644))
+	must(t, os.WriteFile(filepath.Join(b, "sub", "z\xfe"), nil, 0o644))
+	must(t, os.WriteFile(filepath.Join(b, "sub", "zz"), nil, 0o644))
+	must(t, os.MkdirAll(filepath.Join(b, "new", "d\xfd"), 0o755))
+	must(t, os.WriteFile(filepath.Join(b, "new", "later"), nil, 0o644))
+	setTreeTimes(t, a)
+	setTreeTimes(t, b)
+	r := cliWant(t, 2, "diff", a, b)
+	if want := "added new\nadded new/later\nadded sub/zz\n"; r.stdout != want {
+		t.Errorf("diff = %q, want %q", r.stdout, want)
+	}
+	for _, name := range []string{`"bad\xff"`, `"sub/z\xfe"`, `"new/d\xfd"`} {
+		if !strings.Contains(r.stderr, name+": name is not valid UTF-8") {
+			t.Errorf("stderr %q does not name %s", r.stderr, name)
+		}
+	}
+	dir := filepath.Join(tmp, "store")
+	r = cliWant(t, 1, "store", "import", dir, b)
+	if !strings.Contains(r.stderr, "not valid UTF-8") {
+		t.Errorf("import: %q", r.stderr)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("a refused import left a store: %v", err)
+	}
+}

@@ -290,8 +290,9 @@ func servedFile(r *http.Request) (string, bool) {
 	}
 	p := r.URL.Path
 	if strings.HasSuffix(p, "/") || strings.HasSuffix(p, "/index.html") {
-		return "", false
+		return "", false // a listing or a redirect
 	}
+	// As the file server does: the cleaned path names the file.
 	name := strings.TrimPrefix(path.Clean("/"+p), "/")
 	if name == "" {
 		return "", false

@@ -171,6 +171,13 @@ func TestIssue15ServePack(t *testing.T) {
 	if aTag == bigTag || aTag == lnTag {
 		t.Errorf("ETags a.txt %s, big.bin %s, ln %s: want each its own", aTag, bigTag, lnTag)
 	}
+	// Decorated paths name the same file, with the same ETag.
+	for _, name := range []string{"./a.txt", "/a.txt", "../a.txt", "site/../a.txt", "site//..//a.txt"} {
+		resp, body := s.get(name, "If-None-Match", aTag)
+		if resp.StatusCode != 304 || resp.Header.Get("Etag") != aTag || len(body) != 0 {
+			t.Errorf("GET %s If-None-Match a.txt's ETag: %s, ETag %q; want 304 with it", name, resp.Status, resp.Header.Get("Etag"))
+		}
+	}
 	if resp, body := s.get("site/"); resp.StatusCode != 200 || string(body) != "<p>index</p>\n" {
 		t.Errorf("GET site/: %s %q", resp.Status, body)
 	}

@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/packfs/packfs"
+	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/packreader"
 	"github.com/packfs/packfs/packwriter"
 )
@@ -374,6 +375,9 @@ func planImport(s *packfs.Store, src fs.FS, srcName, dir, at string, stderr io.W
 		return nil, err
 	}
 	err := fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
+		if nerr := checkName(p); nerr != nil {
+			return fmt.Errorf("%s: %w", srcName, nerr)
+		}
 		if err != nil {
 			return err
 		}
@@ -525,27 +529,37 @@ func importOne(tx *packfs.Tx, it importItem, data []byte) error {
 	return tx.Chtimes(it.dst, it.info.ModTime(), it.info.ModTime())
 }
 
-// importLarge streams one large file into the store through a handle.
-func importLarge(s *packfs.Store, src fs.FS, it importItem) error {
-	if it.replace {
-		if err := s.Remove(it.dst); err != nil {
-			return err
-		}
-	}
+// importLarge streams one large file into the store through a handle,
+// under a temporary name in the same directory that a rename replaces
+// the file's with: a failure leaves no part of it under its own name.
+func importLarge(s *packfs.Store, src fs.FS, it importItem) (err error) {
 	in, err := src.Open(it.src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
 	m := it.info.Mode()
-	out, err := s.OpenFile(it.dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, m&modeBits)
+	var out layer.File
+	var tmp string
+	for i := 0; ; i++ {
+		tmp = path.Join(path.Dir(it.dst), fmt.Sprintf(".packfs-import-%d-%d", os.Getpid(), i))
+		out, err = s.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, m&modeBits)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if err != nil {
+			s.Remove(tmp)
+		}
+	}()
 	buf := make([]byte, 1<<20)
 	_, err = io.CopyBuffer(struct{ io.Writer }{out}, struct{ io.Reader }{in}, buf)
-	if err == nil {
-		err = out.Sync()
+	if err != nil {
+		err = &fs.PathError{Op: "copy", Path: it.src, Err: err}
 	}
 	if cerr := out.Close(); err == nil {
 		err = cerr
@@ -553,8 +567,14 @@ func importLarge(s *packfs.Store, src fs.FS, it importItem) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Chmod(it.dst, m&modeBits); err != nil {
+	if err := s.Chmod(tmp, m&modeBits); err != nil {
 		return err
 	}
-	return s.Chtimes(it.dst, it.info.ModTime(), it.info.ModTime())
+	if err := s.Chtimes(tmp, it.info.ModTime(), it.info.ModTime()); err != nil {
+		return err
+	}
+	if err := s.Rename(tmp, it.dst); err != nil {
+		return err
+	}
+	return s.Sync()
 }

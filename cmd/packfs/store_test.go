@@ -318,3 +318,45 @@ func TestIssue15StoreUsage(t *testing.T) {
 	}
 	_ = syscall.EROFS
 }
+
+// TestIssue15StoreImportDamaged: a source whose large file cannot be read
+// fails the import with a message naming it, and leaves no part of it in
+// the store, under its name or a temporary one.
+func TestIssue15StoreImportDamaged(t *testing.T) {
+	tmp := t.TempDir()
+	src := filepath.Join(tmp, "src")
+	must(t, os.Mkdir(src, 0o755))
+	must(t, os.WriteFile(filepath.Join(src, "a"), []byte("small"), 0o644))
+	big := bytes.Repeat([]byte{7}, importBatchBytes+1)
+	big[0] = 1
+	must(t, os.WriteFile(filepath.Join(src, "big"), big, 0o644))
+	pack := filepath.Join(tmp, "src.pack")
+	runOK(t, "pack", src, pack)
+	data, err := os.ReadFile(pack)
+	must(t, err)
+	i := bytes.Index(data, big[:64])
+	if i < 0 {
+		t.Fatal("big's content not found in the pack")
+	}
+	data[i+len(big)/2] ^= 0xff
+	must(t, os.WriteFile(pack, data, 0o644))
+
+	dir := filepath.Join(tmp, "store")
+	s, err := packfs.Open(dir, nil)
+	must(t, err)
+	must(t, s.Close())
+	r := cliWant(t, 1, "store", "import", dir, pack)
+	if !strings.Contains(r.stderr, "big") || !strings.Contains(r.stderr, "corrupt") {
+		t.Fatalf("import of a damaged pack: %q", r.stderr)
+	}
+	s, err = packfs.Open(dir, &packfs.Options{ReadOnly: true})
+	must(t, err)
+	defer s.Close()
+	ents, err := s.ReadDir(".")
+	must(t, err)
+	for _, e := range ents {
+		if e.Name() != "a" {
+			t.Errorf("the failed import left %q", e.Name())
+		}
+	}
+}
