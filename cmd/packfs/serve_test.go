@@ -282,3 +282,60 @@ func TestIssue15ServeGraceful(t *testing.T) {
 		t.Fatalf("serve after SIGTERM: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestIssue15ServeBesideFlatten: a store served read-only goes on serving
+// the state it opened in while the writer flattens twice, removing the
+// packs it opened.
+func TestIssue15ServeBesideFlatten(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	st, err := packfs.Open(dir, nil)
+	must(t, err)
+	defer st.Close()
+	must(t, st.WriteFile("f", []byte("first\n"), 0o644))
+	must(t, st.Checkpoint())
+	old := st.Info().Packs
+	s := startServe(t, dir)
+	tag := checkServed(t, s, "f", []byte("first\n"))
+	must(t, st.WriteFile("f", []byte("second\n"), 0o644))
+	must(t, st.Flatten())
+	must(t, st.WriteFile("g", nil, 0o644))
+	must(t, st.Flatten())
+	if _, err := os.Stat(filepath.Join(dir, old[0])); !os.IsNotExist(err) {
+		t.Fatalf("the flattens left %s: %v", old[0], err)
+	}
+	if got := checkServed(t, s, "f", []byte("first\n")); got != tag {
+		t.Errorf("ETag changed from %s to %s while the served state did not", tag, got)
+	}
+	s.stop(syscall.SIGTERM)
+	s = startServe(t, dir)
+	if got := checkServed(t, s, "f", []byte("second\n")); got == tag {
+		t.Errorf("the new state's f has the old ETag %s", tag)
+	}
+	s.stop(syscall.SIGTERM)
+}
+
+// TestIssue15ServeDeltaPack: a pack with whiteouts (a store's checkpoint
+// after a removal) is served as the tree it describes: the whiteout is
+// neither listed nor served.
+func TestIssue15ServeDeltaPack(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	st, err := packfs.Open(dir, nil)
+	must(t, err)
+	must(t, st.WriteFile("kept", []byte("kept\n"), 0o644))
+	must(t, st.WriteFile("gone", []byte("gone\n"), 0o644))
+	must(t, st.Checkpoint())
+	must(t, st.Remove("gone"))
+	must(t, st.WriteFile("new", []byte("new\n"), 0o644))
+	must(t, st.Checkpoint())
+	delta := filepath.Join(dir, st.Info().Packs[0])
+	must(t, st.Close())
+	s := startServe(t, delta)
+	checkServed(t, s, "new", []byte("new\n"))
+	if resp, _ := s.get("gone"); resp.StatusCode != 404 {
+		t.Errorf("GET of a whiteout: %s, want 404", resp.Status)
+	}
+	if _, body := s.get(""); strings.Contains(string(body), "gone") || !strings.Contains(string(body), "new") {
+		t.Errorf("listing of a delta pack: %s", body)
+	}
+	s.stop(syscall.SIGTERM)
+}
