@@ -163,7 +163,7 @@ func packOutput(out string, stdout io.Writer) (*output, error) {
 	case t == fs.ModeDir:
 		return nil, fmt.Errorf("%s: is a directory; name the pack file to write", out)
 	default:
-		return nil, fmt.Errorf("%s: is %s, not a regular file; a pack replaces only a regular file (use - for standard output)", out, fileKind(fi.Mode()))
+		return nil, fmt.Errorf("%s: is a %s, not a regular file; a pack replaces only a regular file (use - for standard output)", out, fileKind(fi))
 	}
 }
 
@@ -192,27 +192,6 @@ func (o *output) write(src fs.FS, opts []packwriter.Option) error {
 		err = errors.Join(err, c.Close())
 	}
 	return err
-}
-
-// fileKind names a file type as people do.
-func fileKind(mode fs.FileMode) string {
-	switch t := mode.Type(); {
-	case t&fs.ModeSocket != 0:
-		return "a socket"
-	case t&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case t&fs.ModeCharDevice != 0:
-		return "a character device"
-	case t&fs.ModeDevice != 0:
-		return "a block device"
-	case t&fs.ModeSymlink != 0:
-		return "a symlink"
-	case t&fs.ModeDir != 0:
-		return "a directory"
-	case t == 0:
-		return "a regular file"
-	}
-	return "a file of type " + mode.Type().String()
 }
 
 // flagBool returns the value of fl's boolean flag name.

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -60,7 +62,7 @@ func TestIssue15PackOutputDevice(t *testing.T) {
 	src := srcTree(t)
 	null := filepath.Join(t.TempDir(), "null")
 	must(t, unix.Mknod(null, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))))
-	_, stderr, code := cli(t, src, "pack", src, null)
+	_, stderr, code := cliIn(t, src, "pack", src, null)
 	if code != 1 || !strings.Contains(stderr, "character device") {
 		t.Errorf("pack over a device: exit %d, stderr %q", code, stderr)
 	}
@@ -81,12 +83,12 @@ func TestIssue15PackOutputKinds(t *testing.T) {
 		return p
 	}())
 
-	if _, stderr, code := cli(t, tmp, "pack", src, tmp); code != 1 || !strings.Contains(stderr, "is a directory") {
+	if _, stderr, code := cliIn(t, tmp, "pack", src, tmp); code != 1 || !strings.Contains(stderr, "is a directory") {
 		t.Errorf("pack over a directory: exit %d, stderr %q", code, stderr)
 	}
 	dangling := filepath.Join(tmp, "dangling")
 	must(t, os.Symlink("nowhere", dangling))
-	if _, stderr, code := cli(t, tmp, "pack", src, dangling); code != 1 || !strings.Contains(stderr, "symlink to nothing") {
+	if _, stderr, code := cliIn(t, tmp, "pack", src, dangling); code != 1 || !strings.Contains(stderr, "symlink to nothing") {
 		t.Errorf("pack over a dangling symlink: exit %d, stderr %q", code, stderr)
 	}
 	if _, err := os.Lstat(filepath.Join(tmp, "nowhere")); err == nil {
@@ -105,7 +107,7 @@ func TestIssue15PackOutputKinds(t *testing.T) {
 		t.Errorf("through the symlink: %q, want %q", got, want)
 	}
 
-	stdout, stderr, code := cli(t, tmp, "pack", src, "-")
+	stdout, stderr, code := cliIn(t, tmp, "pack", src, "-")
 	if code != 0 {
 		t.Fatalf("pack to -: exit %d, %s", code, stderr)
 	}
@@ -131,7 +133,7 @@ func TestIssue15PackOutputKinds(t *testing.T) {
 		b, _ := io.ReadAll(f)
 		got <- b
 	}()
-	if _, stderr, code := cli(t, tmp, "pack", src, fifo); code != 0 {
+	if _, stderr, code := cliIn(t, tmp, "pack", src, fifo); code != 0 {
 		t.Fatalf("pack to a FIFO: exit %d, %s", code, stderr)
 	}
 	fromFifo := filepath.Join(tmp, "fifo.pack")
@@ -152,7 +154,7 @@ func TestIssue15CharDeviceIsNotWhiteout(t *testing.T) {
 	must(t, unix.Mknod(filepath.Join(src, "null"), unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))))
 	must(t, unix.Mknod(filepath.Join(src, "wh"), unix.S_IFCHR, 0))
 	out := filepath.Join(t.TempDir(), "p.pack")
-	_, stderr, code := cli(t, src, "pack", src, out)
+	_, stderr, code := cliIn(t, src, "pack", src, out)
 	if code != 1 || !strings.Contains(stderr, "null") || !strings.Contains(stderr, "a character device") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
@@ -210,7 +212,7 @@ func TestIssue15PackSkipsWhatItCannotHold(t *testing.T) {
 	kinds = append(kinds, "file name too long")
 
 	out := filepath.Join(t.TempDir(), "p.pack")
-	_, stderr, code := cli(t, src, "pack", src, out)
+	_, stderr, code := cliIn(t, src, "pack", src, out)
 	if code != 1 {
 		t.Errorf("exit %d, want 1", code)
 	}
@@ -230,7 +232,7 @@ func TestIssue15PackSkipsWhatItCannotHold(t *testing.T) {
 	}
 
 	strict := filepath.Join(t.TempDir(), "strict.pack")
-	if _, stderr, code := cli(t, src, "pack", "-strict", src, strict); code != 1 || stderr == "" {
+	if _, stderr, code := cliIn(t, src, "pack", "-strict", src, strict); code != 1 || stderr == "" {
 		t.Errorf("-strict: exit %d, stderr %q", code, stderr)
 	}
 	if _, err := os.Lstat(strict); err == nil {
@@ -281,7 +283,7 @@ func TestIssue15UnpackDamaged(t *testing.T) {
 	must(t, os.WriteFile(pack, data, 0o644))
 
 	dst := filepath.Join(tmp, "dst")
-	_, stderr, code := cli(t, tmp, "unpack", pack, dst)
+	_, stderr, code := cliIn(t, tmp, "unpack", pack, dst)
 	if code != 1 || !strings.Contains(stderr, "bad.txt") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
@@ -353,11 +355,11 @@ func TestIssue15PathsAndFlags(t *testing.T) {
 	if got := runOK(t, "cat", pack, "--", "-l"); got != "dash\n" {
 		t.Errorf("cat PACK -- -l = %q", got)
 	}
-	stdout, stderr, code := cli(t, tmp, "ls", "--help")
+	stdout, stderr, code := cliIn(t, tmp, "ls", "--help")
 	if code != 0 || stderr != "" || strings.Count(stdout, "usage: packfs ls") != 1 {
 		t.Errorf("ls --help: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
-	_, stderr, code = cli(t, tmp, "ls", "-bogus", pack)
+	_, stderr, code = cliIn(t, tmp, "ls", "-bogus", pack)
 	if code != 2 || strings.Count(stderr, "usage: packfs ls") != 1 || !strings.Contains(stderr, "bogus") {
 		t.Errorf("ls -bogus: exit %d, stderr %q", code, stderr)
 	}
@@ -368,7 +370,7 @@ func TestIssue15PathsAndFlags(t *testing.T) {
 func TestIssue15NoTemporaryNames(t *testing.T) {
 	src := srcTree(t)
 	out := filepath.Join(t.TempDir(), "missing-dir", "p.pack")
-	_, stderr, code := cli(t, src, "pack", src, out)
+	_, stderr, code := cliIn(t, src, "pack", src, out)
 	if code != 1 || !strings.Contains(stderr, out) || strings.Contains(stderr, ".tmp") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
@@ -420,7 +422,7 @@ func TestIssue15Selection(t *testing.T) {
 	}
 	// Merging into dst: directories merge, files in the way are errors.
 	must(t, os.WriteFile(filepath.Join(dst, "b.txt"), []byte("local\n"), 0o644))
-	_, stderr, code := cli(t, tmp, "unpack", pack, dst)
+	_, stderr, code := cliIn(t, tmp, "unpack", pack, dst)
 	if code != 1 || !strings.Contains(stderr, "b.txt") {
 		t.Errorf("unpack over b.txt: exit %d, %q", code, stderr)
 	}
@@ -470,4 +472,23 @@ func TestIssue15Listing(t *testing.T) {
 	if info["entries"] != 7.0 || info["symlinks"] != 1.0 {
 		t.Errorf("info -json = %v", info)
 	}
+}
+
+// cliIn runs the command line args in a child process in dir, and returns
+// its standard output, standard error and exit status.
+func cliIn(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := cliCommand(t, args...)
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
 }

@@ -8,6 +8,10 @@
 //	packfs cat PACK PATH           write a file of PACK to standard output
 //	packfs verify PACK             check every record and content of PACK
 //	packfs info PACK               entries, bytes and dedup savings
+//	packfs diff A B                what differs between two packs or directories
+//	packfs serve PACK|STOREDIR     serve a pack or a store over HTTP
+//	packfs store SUBCOMMAND DIR    info, checkpoint, flatten, verify, export, import
+//	packfs version                 the version this binary was built from (also --version)
 //
 // Every command takes --help; flags may follow the arguments, and "--"
 // ends them. Errors go to standard error and make the exit status
@@ -56,6 +60,10 @@ var commands = []*command{
 	{name: "cat", args: "PACK PATH", help: "Write the file PATH of PACK to standard output.", run: cmdCat, nargs: [2]int{2, 2}},
 	{name: "verify", args: "PACK", help: "Check PACK completely: header, index, tree and every content's checksums.", run: cmdVerify, nargs: [2]int{1, 1}},
 	{name: "info", args: "PACK", help: "Print PACK's entry counts, sizes and dedup savings.", run: cmdInfo, flags: infoFlags, nargs: [2]int{1, 1}},
+	{name: "diff", args: "A B", help: "List what differs between A and B, each a pack or a directory; exit 0 same, 1 different, 2 trouble.", run: cmdDiff, flags: diffFlags, nargs: [2]int{2, 2}},
+	{name: "serve", args: "PACK|STOREDIR", help: "Serve a pack, or a store directory read-only, over HTTP until SIGINT or SIGTERM.", run: cmdServe, flags: serveFlags, nargs: [2]int{1, 1}},
+	{name: "store", args: "SUBCMD DIR [ARGS]", help: storeHelp, run: cmdStore, flags: storeFlags, nargs: [2]int{1, 16}},
+	{name: "version", help: "Print the version this binary was built from.", run: cmdVersion},
 }
 
 func usage(w io.Writer) {
@@ -76,6 +84,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return 0
+	case "-version", "--version":
+		args = []string{"version"}
 	}
 	var cmd *command
 	for _, c := range commands {
@@ -122,8 +132,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err := cmd.run(fl, pos, stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "packfs %s: %v\n", cmd.name, err)
-		return 1
+		return exitStatus(cmd.name, err, stderr)
 	}
 	return 0
 }

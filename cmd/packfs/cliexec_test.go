@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// cliExecEnv, set in a child's environment, makes the test binary run
+// the command line instead of the tests: the CLI's tests run it as a
+// separate process without building another binary.
+const cliExecEnv = "PACKFS_TEST_RUN_CLI"
+
+func init() {
+	if os.Getenv(cliExecEnv) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+}
+
+// cliCommand returns the command line args as a child process.
+func cliCommand(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), cliExecEnv+"=1")
+	return cmd
+}
+
+// cliResult is what a child process of the CLI did.
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// cli runs the command line args in a child process and waits for it.
+func cli(t *testing.T, args ...string) cliResult {
+	t.Helper()
+	cmd := cliCommand(t, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := cliResult{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return r
+}
+
+// cliWant runs args and fails the test unless the exit status is code.
+func cliWant(t *testing.T, code int, args ...string) cliResult {
+	t.Helper()
+	r := cli(t, args...)
+	if r.code != code {
+		t.Fatalf("packfs %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, code, r.stdout, r.stderr)
+	}
+	return r
+}
