@@ -61,7 +61,7 @@ func (f *file) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // readAt reads at off; the caller holds f.mu.
-func (f *file) readAt(op string, p []byte, off int64) (int, error) {
+func (f *file) readAt(op string, p []byte, off int64) (_ int, err error) {
 	if f.closed {
 		return 0, pathErr(op, f.name, os.ErrClosed)
 	}
@@ -79,10 +79,11 @@ func (f *file) readAt(op string, p []byte, off int64) (int, error) {
 	if off >= size {
 		return 0, io.EOF
 	}
-	if err := f.r.rlock(op, f.name); err != nil {
+	h, err := f.r.rlock(op, f.name)
+	if err != nil {
 		return 0, err
 	}
-	defer f.r.mu.RUnlock()
+	defer h.unlock(&err)
 	if !f.verified {
 		if err := f.r.checkContent(f.rc); err != nil {
 			return 0, pathErr(op, f.name, err)
@@ -160,7 +161,7 @@ func (f *file) WriteTo(w io.Writer) (int64, error) {
 	}
 }
 
-func (f *file) ReadDir(n int) ([]fs.DirEntry, error) {
+func (f *file) ReadDir(n int) (_ []fs.DirEntry, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -169,10 +170,11 @@ func (f *file) ReadDir(n int) ([]fs.DirEntry, error) {
 	if f.rc.Type != packformat.TypeDir {
 		return nil, pathErr("readdirent", f.name, syscall.ENOTDIR)
 	}
-	if err := f.r.rlock("readdirent", f.name); err != nil {
+	h, err := f.r.rlock("readdirent", f.name)
+	if err != nil {
 		return nil, err
 	}
-	defer f.r.mu.RUnlock()
+	defer h.unlock(&err)
 	if f.dirPos >= f.rc.Size {
 		if n > 0 {
 			return nil, io.EOF

@@ -24,11 +24,12 @@ func pathErr(op, name string, err error) error {
 
 // Open opens the named file, following symlinks. Directories open as
 // fs.ReadDirFile; files implement io.ReaderAt, io.Seeker and io.WriterTo.
-func (r *Reader) Open(name string) (fs.File, error) {
-	if err := r.rlock("open", name); err != nil {
+func (r *Reader) Open(name string) (_ fs.File, err error) {
+	h, err := r.rlock("open", name)
+	if err != nil {
 		return nil, err
 	}
-	defer r.mu.RUnlock()
+	defer h.unlock(&err)
 	i, rc, err := r.walk(name, true)
 	if err != nil {
 		return nil, pathErr("open", name, err)
@@ -43,11 +44,12 @@ func (r *Reader) Stat(name string) (fs.FileInfo, error) { return r.stat("stat", 
 // symlink.
 func (r *Reader) Lstat(name string) (fs.FileInfo, error) { return r.stat("lstat", name, false) }
 
-func (r *Reader) stat(op, name string, follow bool) (fs.FileInfo, error) {
-	if err := r.rlock(op, name); err != nil {
+func (r *Reader) stat(op, name string, follow bool) (_ fs.FileInfo, err error) {
+	h, err := r.rlock(op, name)
+	if err != nil {
 		return nil, err
 	}
-	defer r.mu.RUnlock()
+	defer h.unlock(&err)
 	_, rc, err := r.walk(name, follow)
 	if err != nil {
 		return nil, pathErr(op, name, err)
@@ -56,11 +58,12 @@ func (r *Reader) stat(op, name string, follow bool) (fs.FileInfo, error) {
 }
 
 // ReadDir returns the entries of the named directory, sorted by name.
-func (r *Reader) ReadDir(name string) ([]fs.DirEntry, error) {
-	if err := r.rlock("open", name); err != nil {
+func (r *Reader) ReadDir(name string) (_ []fs.DirEntry, err error) {
+	h, err := r.rlock("open", name)
+	if err != nil {
 		return nil, err
 	}
-	defer r.mu.RUnlock()
+	defer h.unlock(&err)
 	i, rc, err := r.walk(name, true)
 	if err != nil {
 		return nil, pathErr("open", name, err)
@@ -77,11 +80,12 @@ func (r *Reader) ReadDir(name string) ([]fs.DirEntry, error) {
 
 // ReadFile returns a copy of the named file's content, after checking
 // its CRC-32C.
-func (r *Reader) ReadFile(name string) ([]byte, error) {
-	if err := r.rlock("open", name); err != nil {
+func (r *Reader) ReadFile(name string) (_ []byte, err error) {
+	h, err := r.rlock("open", name)
+	if err != nil {
 		return nil, err
 	}
-	defer r.mu.RUnlock()
+	defer h.unlock(&err)
 	rc, empty, err := r.fileRecord(name)
 	if err != nil {
 		return nil, err
@@ -118,14 +122,15 @@ func (r *Reader) fileRecord(name string) (rc packformat.Record, empty bool, err 
 // mapping: it is valid until Close, and reading it after Close faults. It
 // must not be modified. For a pack opened with OpenReaderAt, Bytes returns
 // a copy.
-func (r *Reader) Bytes(name string) ([]byte, error) {
+func (r *Reader) Bytes(name string) (_ []byte, err error) {
 	if r.ra != nil {
 		return r.ReadFile(name)
 	}
-	if err := r.rlock("open", name); err != nil {
+	h, err := r.rlock("open", name)
+	if err != nil {
 		return nil, err
 	}
-	defer r.mu.RUnlock()
+	defer h.unlock(&err)
 	rc, empty, err := r.fileRecord(name)
 	if err != nil {
 		return nil, err
@@ -141,11 +146,12 @@ func (r *Reader) Bytes(name string) ([]byte, error) {
 }
 
 // ReadLink returns the target of the named symlink.
-func (r *Reader) ReadLink(name string) (string, error) {
-	if err := r.rlock("readlink", name); err != nil {
+func (r *Reader) ReadLink(name string) (_ string, err error) {
+	h, err := r.rlock("readlink", name)
+	if err != nil {
 		return "", err
 	}
-	defer r.mu.RUnlock()
+	defer h.unlock(&err)
 	_, rc, err := r.walk(name, false)
 	if err != nil {
 		return "", pathErr("readlink", name, err)
@@ -162,11 +168,12 @@ func (r *Reader) ReadLink(name string) (string, error) {
 
 // Opaque reports whether the directory dir is marked opaque (it holds a
 // whiteout named layer.OpaqueName). A missing dir is not opaque.
-func (r *Reader) Opaque(dir string) bool {
-	if r.rlock("stat", dir) != nil {
+func (r *Reader) Opaque(dir string) (opaque bool) {
+	h, err := r.rlock("stat", dir)
+	if err != nil {
 		return false
 	}
-	defer r.mu.RUnlock()
+	defer h.unlock(&err) // a fault leaves opaque false
 	_, rc, err := r.walk(dir, true)
 	return err == nil && rc.Type == packformat.TypeDir && rc.Flags&packformat.FlagOpaque != 0
 }

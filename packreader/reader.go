@@ -254,14 +254,3 @@ func (r *Reader) Close() error {
 	}
 	return nil
 }
-
-// rlock locks r for reading and reports fs.ErrClosed once closed. On
-// success the caller must call r.mu.RUnlock.
-func (r *Reader) rlock(op, name string) error {
-	r.mu.RLock()
-	if r.closed {
-		r.mu.RUnlock()
-		return &os.PathError{Op: op, Path: name, Err: os.ErrClosed}
-	}
-	return nil
-}

@@ -30,11 +30,12 @@ type Stats struct {
 func (s Stats) Saved() int64 { return s.Logical - s.Unique }
 
 // Stats counts the pack's entries. It reads every record: O(entries).
-func (r *Reader) Stats() (Stats, error) {
-	if err := r.rlock("stats", "."); err != nil {
+func (r *Reader) Stats() (_ Stats, err error) {
+	h, err := r.rlock("stats", ".")
+	if err != nil {
 		return Stats{}, err
 	}
-	defer r.mu.RUnlock()
+	defer h.unlock(&err)
 	s := Stats{Entries: int(r.count), Stored: int64(r.footer.DataSize), Size: int64(r.size)}
 	seen := map[uint64]bool{}
 	for i := range r.count {
@@ -70,11 +71,12 @@ func (r *Reader) Stats() (Stats, error) {
 // the data region outside the contents is zero. It returns the first
 // problem found, wrapping ErrCorrupt. Verify holds off Close until it
 // returns.
-func (r *Reader) Verify() error {
-	if err := r.rlock("verify", "."); err != nil {
+func (r *Reader) Verify() (err error) {
+	h, err := r.rlock("verify", ".")
+	if err != nil {
 		return err
 	}
-	defer r.mu.RUnlock()
+	defer h.unlock(&err)
 	if err := r.checkAll(); err != nil {
 		return err
 	}
