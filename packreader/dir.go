@@ -82,11 +82,11 @@ func (e *dirEntry) String() string    { return fs.FormatDirEntry(e) }
 // Info returns the entry's FileInfo. After the Reader is closed it fails
 // with fs.ErrClosed.
 func (e *dirEntry) Info() (_ fs.FileInfo, err error) {
-	h, err := e.r.rlock("stat", e.name)
+	g, err := e.r.rlock("stat", e.name)
 	if err != nil {
 		return nil, err
 	}
-	defer h.unlock(&err)
+	defer e.r.runlock("stat", e.name, g, &err)
 	rc, err := e.r.rec(uint64(e.i))
 	if err != nil {
 		return nil, pathErr("stat", e.name, err)

@@ -14,8 +14,8 @@ import (
 // the Go runtime turns into a crash of the whole process unless the
 // goroutine asked for a panic instead (debug.SetPanicOnFault). So every
 // method that touches the mapping does so between rlock and a deferred
-// held.unlock: rlock arms the calling goroutine's panic on fault, and
-// unlock disarms it, recovers a fault at an address inside the mapping and
+// runlock: rlock arms the calling goroutine's panic on fault, and
+// runlock disarms it, recovers a fault at an address inside the mapping and
 // returns it as an error wrapping ErrChanged. Any other panic goes on.
 // The cost is one deferred call and two flag writes per method call, never
 // per byte or per record: the loops inside a method run unguarded.
@@ -34,39 +34,44 @@ func (e *changedError) Error() string {
 
 func (e *changedError) Unwrap() []error { return []error{ErrChanged, ErrCorrupt} }
 
-// held is a read lock on a Reader, taken by rlock: unlock releases it.
-type held struct {
-	r        *Reader
-	op, name string
-	armed    bool // panic on fault was set for the mapping
-	old      bool // the goroutine's setting before
-}
+// guard is what rlock did to the calling goroutine's panic on fault:
+// runlock undoes it.
+type guard uint8
+
+const (
+	unarmed  guard = iota // not mapped: nothing to recover
+	armed                 // panic on fault set, was unset before
+	wasArmed              // panic on fault set, and was set before
+)
 
 // rlock locks r for reading and reports fs.ErrClosed once closed. On
-// success the caller must defer h.unlock(&err), err being its error
-// result, before it touches the mapping.
-func (r *Reader) rlock(op, name string) (h held, err error) {
+// success the caller must defer r.runlock(op, name, g, &err), err being
+// its error result, before it touches the mapping. (A guard is a byte, not
+// a struct of the lock's state: copying a struct into the deferred call
+// cost a store-forwarding stall per read.)
+func (r *Reader) rlock(op, name string) (guard, error) {
 	r.mu.RLock()
 	if r.closed {
 		r.mu.RUnlock()
-		return h, &os.PathError{Op: op, Path: name, Err: os.ErrClosed}
+		return unarmed, &os.PathError{Op: op, Path: name, Err: os.ErrClosed}
 	}
-	h = held{r: r, op: op, name: name}
-	if r.mapped != nil {
-		h.armed, h.old = true, debug.SetPanicOnFault(true)
+	if r.mapped == nil {
+		return unarmed, nil
 	}
-	return h, nil
+	if debug.SetPanicOnFault(true) {
+		return wasArmed, nil
+	}
+	return armed, nil
 }
 
-// unlock releases the read lock. Deferred, it turns a fault inside the
+// runlock releases the read lock. Deferred, it turns a fault inside the
 // mapping into *err, a *fs.PathError wrapping ErrChanged and ErrCorrupt.
-func (h held) unlock(err *error) {
-	r := h.r
-	if !h.armed {
+func (r *Reader) runlock(op, name string, g guard, err *error) {
+	if g == unarmed {
 		r.mu.RUnlock()
 		return
 	}
-	debug.SetPanicOnFault(h.old)
+	debug.SetPanicOnFault(g == wasArmed)
 	e := recover()
 	if e == nil {
 		r.mu.RUnlock()
@@ -78,7 +83,7 @@ func (h held) unlock(err *error) {
 	if !ok {
 		panic(e)
 	}
-	*err = pathErr(h.op, h.name, &changedError{off: off, size: size})
+	*err = pathErr(op, name, &changedError{off: off, size: size})
 }
 
 // faultOffset returns where in the mapping the fault e, recovered from a

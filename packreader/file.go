@@ -79,11 +79,11 @@ func (f *file) readAt(op string, p []byte, off int64) (_ int, err error) {
 	if off >= size {
 		return 0, io.EOF
 	}
-	h, err := f.r.rlock(op, f.name)
+	g, err := f.r.rlock(op, f.name)
 	if err != nil {
 		return 0, err
 	}
-	defer h.unlock(&err)
+	defer f.r.runlock(op, f.name, g, &err)
 	if !f.verified {
 		if err := f.r.checkContent(f.rc); err != nil {
 			return 0, pathErr(op, f.name, err)
@@ -170,11 +170,11 @@ func (f *file) ReadDir(n int) (_ []fs.DirEntry, err error) {
 	if f.rc.Type != packformat.TypeDir {
 		return nil, pathErr("readdirent", f.name, syscall.ENOTDIR)
 	}
-	h, err := f.r.rlock("readdirent", f.name)
+	g, err := f.r.rlock("readdirent", f.name)
 	if err != nil {
 		return nil, err
 	}
-	defer h.unlock(&err)
+	defer f.r.runlock("readdirent", f.name, g, &err)
 	if f.dirPos >= f.rc.Size {
 		if n > 0 {
 			return nil, io.EOF

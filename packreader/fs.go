@@ -25,11 +25,11 @@ func pathErr(op, name string, err error) error {
 // Open opens the named file, following symlinks. Directories open as
 // fs.ReadDirFile; files implement io.ReaderAt, io.Seeker and io.WriterTo.
 func (r *Reader) Open(name string) (_ fs.File, err error) {
-	h, err := r.rlock("open", name)
+	g, err := r.rlock("open", name)
 	if err != nil {
 		return nil, err
 	}
-	defer h.unlock(&err)
+	defer r.runlock("open", name, g, &err)
 	i, rc, err := r.walk(name, true)
 	if err != nil {
 		return nil, pathErr("open", name, err)
@@ -45,11 +45,11 @@ func (r *Reader) Stat(name string) (fs.FileInfo, error) { return r.stat("stat", 
 func (r *Reader) Lstat(name string) (fs.FileInfo, error) { return r.stat("lstat", name, false) }
 
 func (r *Reader) stat(op, name string, follow bool) (_ fs.FileInfo, err error) {
-	h, err := r.rlock(op, name)
+	g, err := r.rlock(op, name)
 	if err != nil {
 		return nil, err
 	}
-	defer h.unlock(&err)
+	defer r.runlock(op, name, g, &err)
 	_, rc, err := r.walk(name, follow)
 	if err != nil {
 		return nil, pathErr(op, name, err)
@@ -59,11 +59,11 @@ func (r *Reader) stat(op, name string, follow bool) (_ fs.FileInfo, err error) {
 
 // ReadDir returns the entries of the named directory, sorted by name.
 func (r *Reader) ReadDir(name string) (_ []fs.DirEntry, err error) {
-	h, err := r.rlock("open", name)
+	g, err := r.rlock("open", name)
 	if err != nil {
 		return nil, err
 	}
-	defer h.unlock(&err)
+	defer r.runlock("open", name, g, &err)
 	i, rc, err := r.walk(name, true)
 	if err != nil {
 		return nil, pathErr("open", name, err)
@@ -81,11 +81,11 @@ func (r *Reader) ReadDir(name string) (_ []fs.DirEntry, err error) {
 // ReadFile returns a copy of the named file's content, after checking
 // its CRC-32C.
 func (r *Reader) ReadFile(name string) (_ []byte, err error) {
-	h, err := r.rlock("open", name)
+	g, err := r.rlock("open", name)
 	if err != nil {
 		return nil, err
 	}
-	defer h.unlock(&err)
+	defer r.runlock("open", name, g, &err)
 	rc, empty, err := r.fileRecord(name)
 	if err != nil {
 		return nil, err
@@ -126,11 +126,11 @@ func (r *Reader) Bytes(name string) (_ []byte, err error) {
 	if r.ra != nil {
 		return r.ReadFile(name)
 	}
-	h, err := r.rlock("open", name)
+	g, err := r.rlock("open", name)
 	if err != nil {
 		return nil, err
 	}
-	defer h.unlock(&err)
+	defer r.runlock("open", name, g, &err)
 	rc, empty, err := r.fileRecord(name)
 	if err != nil {
 		return nil, err
@@ -147,11 +147,11 @@ func (r *Reader) Bytes(name string) (_ []byte, err error) {
 
 // ReadLink returns the target of the named symlink.
 func (r *Reader) ReadLink(name string) (_ string, err error) {
-	h, err := r.rlock("readlink", name)
+	g, err := r.rlock("readlink", name)
 	if err != nil {
 		return "", err
 	}
-	defer h.unlock(&err)
+	defer r.runlock("readlink", name, g, &err)
 	_, rc, err := r.walk(name, false)
 	if err != nil {
 		return "", pathErr("readlink", name, err)
@@ -169,11 +169,11 @@ func (r *Reader) ReadLink(name string) (_ string, err error) {
 // Opaque reports whether the directory dir is marked opaque (it holds a
 // whiteout named layer.OpaqueName). A missing dir is not opaque.
 func (r *Reader) Opaque(dir string) (opaque bool) {
-	h, err := r.rlock("stat", dir)
+	g, err := r.rlock("stat", dir)
 	if err != nil {
 		return false
 	}
-	defer h.unlock(&err) // a fault leaves opaque false
+	defer r.runlock("stat", dir, g, &err) // a fault leaves opaque false
 	_, rc, err := r.walk(dir, true)
 	return err == nil && rc.Type == packformat.TypeDir && rc.Flags&packformat.FlagOpaque != 0
 }

@@ -31,11 +31,11 @@ func (s Stats) Saved() int64 { return s.Logical - s.Unique }
 
 // Stats counts the pack's entries. It reads every record: O(entries).
 func (r *Reader) Stats() (_ Stats, err error) {
-	h, err := r.rlock("stats", ".")
+	g, err := r.rlock("stats", ".")
 	if err != nil {
 		return Stats{}, err
 	}
-	defer h.unlock(&err)
+	defer r.runlock("stats", ".", g, &err)
 	s := Stats{Entries: int(r.count), Stored: int64(r.footer.DataSize), Size: int64(r.size)}
 	seen := map[uint64]bool{}
 	for i := range r.count {
@@ -72,11 +72,11 @@ func (r *Reader) Stats() (_ Stats, err error) {
 // problem found, wrapping ErrCorrupt. Verify holds off Close until it
 // returns.
 func (r *Reader) Verify() (err error) {
-	h, err := r.rlock("verify", ".")
+	g, err := r.rlock("verify", ".")
 	if err != nil {
 		return err
 	}
-	defer h.unlock(&err)
+	defer r.runlock("verify", ".", g, &err)
 	if err := r.checkAll(); err != nil {
 		return err
 	}
