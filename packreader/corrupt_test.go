@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -80,14 +81,44 @@ func TestGolden(t *testing.T) {
 }
 
 // exercise reads everything in data as a pack and fails on a panic
-// (implicitly) or on an error that should wrap ErrCorrupt but does not.
+// (implicitly), on an error that should wrap ErrCorrupt but does not, or
+// when reading it allocates more than allocLimit allows for its size.
 func exercise(t *testing.T, data []byte) {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	copied := exerciseReads(t, data)
+	runtime.ReadMemStats(&after)
+	got, limit := after.TotalAlloc-before.TotalAlloc, allocLimit(len(data))+copied
+	if got > limit {
+		t.Fatalf("reading a pack of %d bytes allocated %d bytes (%.0fx its size), more than %d (%d of them ReadFile's copies)",
+			len(data), got, float64(got)/float64(len(data)), limit, copied)
+	}
+}
+
+// allocLimit is what FORMAT.md's promise (no input makes the reader
+// allocate more than the file's size) leaves exercise for a pack of size
+// bytes, besides the copies ReadFile returns: a small multiple of the size
+// (each entry, 72 bytes of index and key table, becomes a path, a
+// DirEntry, a FileInfo and an open file in exercise's calls; measured at
+// most 12x on the golden packs and their bit flips), plus a constant for
+// the Reader, the walk and a 64 KiB buffer that contents are read through.
+func allocLimit(size int) uint64 { return allocPerByte*uint64(size) + allocConst }
+
+const (
+	allocPerByte = 16
+	allocConst   = 96 << 10
+)
+
+// exerciseReads runs every read of the Reader over data and returns the
+// bytes that ReadFile returned: copies the caller asked for.
+func exerciseReads(t *testing.T, data []byte) (copied uint64) {
 	r, err := packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		if !errors.Is(err, packreader.ErrCorrupt) {
 			t.Fatalf("OpenReaderAt: %v does not wrap ErrCorrupt", err)
 		}
-		return
+		return 0
 	}
 	defer r.Close()
 	verr := r.Verify()
@@ -105,7 +136,8 @@ func exercise(t *testing.T, data []byte) {
 		_, serr := r.Stat(p)
 		_, _ = r.ReadLink(p)
 		_ = r.Opaque(p)
-		_, rerr := r.ReadFile(p)
+		b, rerr := r.ReadFile(p)
+		copied += uint64(cap(b))
 		for _, e := range []error{serr, rerr} {
 			if verr == nil && errors.Is(e, packreader.ErrCorrupt) {
 				t.Fatalf("Verify passed, but %s: %v", p, e)
@@ -123,6 +155,7 @@ func exercise(t *testing.T, data []byte) {
 	})
 	_, _ = r.Glob("*/*")
 	_, _ = r.Stat("dir/link/x")
+	return copied
 }
 
 // fixCRC recomputes the check table and the footer CRC of a pack-shaped
@@ -325,4 +358,23 @@ func treeFrom(data []byte) fstest.MapFS {
 		}
 	}
 	return m
+}
+
+// TestIssue14AllocationBound holds exercise's allocation bound on packs
+// larger than the golden ones: many small files (each first read of a
+// file through an io.ReaderAt used to allocate a 64 KiB buffer: 1,000
+// files of a 79 KB pack cost 70 MB, 880x), and many entries sharing one
+// content.
+func TestIssue14AllocationBound(t *testing.T) {
+	shared := fstest.MapFS{}
+	for i := range 500 {
+		shared[fmt.Sprintf("s/%03d", i)] = &fstest.MapFile{Data: bytes.Repeat([]byte("x"), 3000), Mode: 0o644}
+	}
+	for name, tree := range map[string]fstest.MapFS{"wide": wideTree(1000), "shared": shared, "fault": faultTree()} {
+		t.Run(name, func(t *testing.T) {
+			var buf bytes.Buffer
+			must(t, packwriter.Write(&buf, tree))
+			exercise(t, buf.Bytes())
+		})
+	}
 }

@@ -2,6 +2,7 @@ package packreader
 
 import (
 	"hash/crc32"
+	"sync"
 
 	"github.com/packfs/packfs/internal/packformat"
 )
@@ -29,7 +30,8 @@ func (r *Reader) contentCRC(rc packformat.Record) (uint32, error) {
 	if r.mapped != nil {
 		return crc32.Checksum(r.mapped[rc.Off:rc.Off+rc.Size], packformat.Castagnoli), nil
 	}
-	var buf [64 << 10]byte
+	buf := getBuf()
+	defer putBuf(buf)
 	crc := uint32(0)
 	for off, left := rc.Off, rc.Size; left > 0; {
 		n := min(left, uint64(len(buf)))
@@ -42,6 +44,16 @@ func (r *Reader) contentCRC(rc packformat.Record) (uint32, error) {
 	}
 	return crc, nil
 }
+
+// bufPool holds the buffers that checks read contents through an
+// io.ReaderAt with. A buffer handed to an io.ReaderAt escapes to the
+// heap: one per check would allocate 64 KiB for every first read of a
+// file, however small, and a walk of a pack of small files many times the
+// pack's size.
+var bufPool = sync.Pool{New: func() any { return new([64 << 10]byte) }}
+
+func getBuf() *[64 << 10]byte  { return bufPool.Get().(*[64 << 10]byte) }
+func putBuf(b *[64 << 10]byte) { bufPool.Put(b) }
 
 // checkContent verifies rc's content against its CRC-32C.
 func (r *Reader) checkContent(rc packformat.Record) error {

@@ -180,7 +180,12 @@ func (r *Reader) checkPadding(spans []span) error {
 
 // checkZero checks that the file's bytes from lo to hi-1 are zero.
 func (r *Reader) checkZero(lo, hi uint64) error {
-	var buf [4 << 10]byte
+	var buf []byte
+	if r.mapped == nil {
+		b := getBuf()
+		defer putBuf(b)
+		buf = b[:]
+	}
 	for off := lo; off < hi; {
 		var b []byte
 		if r.mapped != nil {
@@ -208,7 +213,8 @@ func (r *Reader) contentSum(rc packformat.Record) ([16]byte, error) {
 	if r.mapped != nil {
 		w.Write(r.mapped[rc.Off : rc.Off+rc.Size])
 	} else {
-		var buf [64 << 10]byte
+		buf := getBuf()
+		defer putBuf(buf)
 		for off, left := rc.Off, rc.Size; left > 0; {
 			n := min(left, uint64(len(buf)))
 			if err := readFull(r.ra, buf[:n], int64(off)); err != nil {
