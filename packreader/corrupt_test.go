@@ -12,11 +12,13 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/packfs/packfs/internal/packformat"
 	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/packreader"
 	"github.com/packfs/packfs/packwriter"
@@ -376,5 +378,53 @@ func TestIssue14AllocationBound(t *testing.T) {
 			must(t, packwriter.Write(&buf, tree))
 			exercise(t, buf.Bytes())
 		})
+	}
+}
+
+// TestIssue14ListingSpan crafts directories whose two children name bytes
+// 60 KB apart in the string table, around a long symlink target: listing
+// each directory copied the 60 KB between them (386x the pack's size over
+// a walk). A listing now requires the names (and targets) of the entries
+// it lists to follow one another, as the string table's layout says.
+func TestIssue14ListingSpan(t *testing.T) {
+	target := "a" + strings.Repeat("z", 60000) + "b"
+	tree := fstest.MapFS{"t": {Data: []byte(target), Mode: fs.ModeSymlink | 0o777}}
+	for i := range 200 {
+		tree[fmt.Sprintf("d%03d/a", i)] = &fstest.MapFile{Data: []byte("A"), Mode: 0o644}
+		tree[fmt.Sprintf("d%03d/b", i)] = &fstest.MapFile{Data: []byte("A"), Mode: 0o644}
+	}
+	var buf bytes.Buffer
+	must(t, packwriter.Write(&buf, tree))
+	data := buf.Bytes()
+	f, _, _ := packLayout(data)
+	strs := data[f.StringsOff : f.StringsOff+f.StringsSize]
+	var targetOff uint64
+	for i := range f.Count {
+		rc, _ := packformat.DecodeRecord(data[f.IndexOff+i*packformat.RecordSize:])
+		if rc.Type == packformat.TypeSymlink {
+			targetOff = rc.Off
+		}
+	}
+	patched := 0
+	for i := range f.Count {
+		b := data[f.IndexOff+i*packformat.RecordSize:]
+		rc, _ := packformat.DecodeRecord(b)
+		switch string(strs[rc.NameOff : rc.NameOff+uint32(rc.NameLen)]) {
+		case "a":
+			binary.LittleEndian.PutUint32(b[4:], uint32(targetOff))
+			patched++
+		case "b":
+			binary.LittleEndian.PutUint32(b[4:], uint32(targetOff)+uint32(len(target))-1)
+		}
+	}
+	if patched != 200 {
+		t.Fatalf("patched %d records", patched)
+	}
+	data = fixCRC(data)
+	exercise(t, data)
+	r, err := packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)))
+	must(t, err)
+	if _, err := r.ReadDir("d000"); !errors.Is(err, packreader.ErrCorrupt) {
+		t.Errorf("ReadDir of a directory whose names are apart: %v, want ErrCorrupt", err)
 	}
 }
