@@ -92,7 +92,10 @@ func exercise(t *testing.T, data []byte) {
 	copied := exerciseReads(t, data)
 	runtime.ReadMemStats(&after)
 	got, limit := after.TotalAlloc-before.TotalAlloc, allocLimit(len(data))+copied
-	if got > limit {
+	// The race detector makes sync.Pool drop buffers at random, and so
+	// reading allocate 64 KiB where it would reuse a buffer: the bound is
+	// checked without it.
+	if got > limit && !raceEnabled {
 		t.Fatalf("reading a pack of %d bytes allocated %d bytes (%.0fx its size), more than %d (%d of them ReadFile's copies)",
 			len(data), got, float64(got)/float64(len(data)), limit, copied)
 	}
@@ -113,7 +116,8 @@ const (
 )
 
 // exerciseReads runs every read of the Reader over data and returns the
-// bytes that ReadFile returned: copies the caller asked for.
+// bytes that ReadFile returned, copies the caller asked for, and those of
+// the paths fs.WalkDir built.
 func exerciseReads(t *testing.T, data []byte) (copied uint64) {
 	r, err := packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
@@ -139,7 +143,7 @@ func exerciseReads(t *testing.T, data []byte) (copied uint64) {
 		_, _ = r.ReadLink(p)
 		_ = r.Opaque(p)
 		b, rerr := r.ReadFile(p)
-		copied += uint64(cap(b))
+		copied += uint64(cap(b)) + uint64(len(p)) // the copy, and the walk's path
 		for _, e := range []error{serr, rerr} {
 			if verr == nil && errors.Is(e, packreader.ErrCorrupt) {
 				t.Fatalf("Verify passed, but %s: %v", p, e)
@@ -426,5 +430,39 @@ func TestIssue14ListingSpan(t *testing.T) {
 	must(t, err)
 	if _, err := r.ReadDir("d000"); !errors.Is(err, packreader.ErrCorrupt) {
 		t.Errorf("ReadDir of a directory whose names are apart: %v, want ErrCorrupt", err)
+	}
+}
+
+// TestIssue14SharedBadContent damages a content that 500 entries share:
+// every ReadFile of each entry allocated a copy of it before finding the
+// checksum wrong (and every entry checked the same content again). The
+// Reader now remembers a content's check, and fails later reads of a bad
+// one before allocating.
+func TestIssue14SharedBadContent(t *testing.T) {
+	content := bytes.Repeat([]byte("0123456789"), 300)
+	tree := fstest.MapFS{}
+	for i := range 500 {
+		tree[fmt.Sprintf("s/%03d", i)] = &fstest.MapFile{Data: content, Mode: 0o644}
+	}
+	var buf bytes.Buffer
+	must(t, packwriter.Write(&buf, tree))
+	data := buf.Bytes()
+	off := bytes.Index(data, content)
+	if off < 0 {
+		t.Fatal("content not found")
+	}
+	data[off+1000] ^= 1
+	exercise(t, data)
+	r, err := packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)))
+	must(t, err)
+	for _, p := range []string{"s/000", "s/001", "s/499"} {
+		if _, err := r.ReadFile(p); !errors.Is(err, packreader.ErrCorrupt) {
+			t.Errorf("ReadFile %s of a damaged content: %v, want ErrCorrupt", p, err)
+		}
+		if f, err := r.Open(p); err != nil {
+			t.Error(err)
+		} else if _, err := f.Read(make([]byte, 10)); !errors.Is(err, packreader.ErrCorrupt) {
+			t.Errorf("Read %s of a damaged content: %v, want ErrCorrupt", p, err)
+		}
 	}
 }

@@ -55,14 +55,65 @@ var bufPool = sync.Pool{New: func() any { return new([64 << 10]byte) }}
 func getBuf() *[64 << 10]byte  { return bufPool.Get().(*[64 << 10]byte) }
 func putBuf(b *[64 << 10]byte) { bufPool.Put(b) }
 
-// checkContent verifies rc's content against its CRC-32C.
-func (r *Reader) checkContent(rc packformat.Record) error {
+// Contents are checked against their CRC-32C once per Reader, not once
+// per read or per open file: entries that share a content (identical files
+// are stored once) share its check, so that reading a thousand names of
+// one large content costs one pass over it, and a damaged content shared
+// by many entries fails their reads before ReadFile allocates a copy.
+// r.good has bit i set once record i's content matched (the fast path,
+// one atomic load); r.contents maps a content's (offset, size, CRC-32C) to
+// what its check found, true or the mismatch. Only checksum results are
+// kept: an I/O error from an io.ReaderAt is not.
+
+// contentKey names a content as a record describes it.
+type contentKey struct {
+	off, size uint64
+	crc       uint32
+}
+
+// knownContent reports whether record i's content (rc's) has been
+// checked, and the mismatch if it failed.
+func (r *Reader) knownContent(i uint64, rc packformat.Record) (bool, error) {
+	if r.good[i/64].Load()&(1<<(i%64)) != 0 {
+		return true, nil
+	}
+	v, ok := r.contents.Load(contentKey{rc.Off, rc.Size, rc.CRC})
+	if !ok {
+		return false, nil
+	}
+	if err, bad := v.(error); bad {
+		return true, err
+	}
+	r.good[i/64].Or(1 << (i % 64))
+	return true, nil
+}
+
+// noteContent records the check of record i's content: err is nil if it
+// matched its CRC-32C, else the mismatch.
+func (r *Reader) noteContent(i uint64, rc packformat.Record, err error) {
+	var v any = true
+	if err != nil {
+		v = err
+	}
+	r.contents.Store(contentKey{rc.Off, rc.Size, rc.CRC}, v)
+	if err == nil {
+		r.good[i/64].Or(1 << (i % 64))
+	}
+}
+
+// checkContent checks record i's content (rc's) against its CRC-32C,
+// unless that was done. The caller holds r.mu.
+func (r *Reader) checkContent(i uint64, rc packformat.Record) error {
+	if known, err := r.knownContent(i, rc); known {
+		return err
+	}
 	crc, err := r.contentCRC(rc)
 	if err != nil {
 		return err
 	}
 	if crc != rc.CRC {
-		return corrupt("content checksum mismatch")
+		err = corrupt("content checksum mismatch")
 	}
-	return nil
+	r.noteContent(i, rc, err)
+	return err
 }

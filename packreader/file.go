@@ -19,7 +19,8 @@ var (
 )
 
 // file is an open entry. Its content's CRC-32C is checked on the first
-// read; a mismatch fails that read and every later one.
+// read, unless another read of the Reader checked it; a mismatch fails
+// that read and every later one.
 type file struct {
 	r    *Reader
 	name string
@@ -85,7 +86,7 @@ func (f *file) readAt(op string, p []byte, off int64) (_ int, err error) {
 	}
 	defer f.r.runlock(op, f.name, g, &err)
 	if !f.verified {
-		if err := f.r.checkContent(f.rc); err != nil {
+		if err := f.r.checkContent(f.i, f.rc); err != nil {
 			return 0, pathErr(op, f.name, err)
 		}
 		f.verified = true

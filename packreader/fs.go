@@ -79,26 +79,34 @@ func (r *Reader) ReadDir(name string) (_ []fs.DirEntry, err error) {
 }
 
 // ReadFile returns a copy of the named file's content, after checking
-// its CRC-32C.
+// its CRC-32C (once per content and Reader).
 func (r *Reader) ReadFile(name string) (_ []byte, err error) {
 	g, err := r.rlock("open", name)
 	if err != nil {
 		return nil, err
 	}
 	defer r.runlock("open", name, g, &err)
-	rc, empty, err := r.fileRecord(name)
+	i, rc, empty, err := r.fileRecord(name)
 	if err != nil {
 		return nil, err
 	}
 	if empty {
 		return []byte{}, nil
 	}
+	known, err := r.knownContent(i, rc)
+	if err != nil {
+		return nil, pathErr("read", name, err)
+	}
 	b := make([]byte, rc.Size)
 	if err := r.readData(b, rc.Off); err != nil {
 		return nil, pathErr("read", name, err)
 	}
-	if err := checkCRC(rc, b); err != nil {
-		return nil, pathErr("read", name, err)
+	if !known {
+		err := checkCRC(rc, b)
+		r.noteContent(i, rc, err)
+		if err != nil {
+			return nil, pathErr("read", name, err)
+		}
 	}
 	return b, nil
 }
@@ -106,15 +114,15 @@ func (r *Reader) ReadFile(name string) (_ []byte, err error) {
 // fileRecord resolves name for reading its content: the record, or empty
 // when it is not a regular file and reads as nothing. The caller holds
 // r.mu.
-func (r *Reader) fileRecord(name string) (rc packformat.Record, empty bool, err error) {
-	_, rc, err = r.walk(name, true)
+func (r *Reader) fileRecord(name string) (i uint64, rc packformat.Record, empty bool, err error) {
+	i, rc, err = r.walk(name, true)
 	switch {
 	case err != nil:
-		return rc, false, pathErr("open", name, err)
+		return i, rc, false, pathErr("open", name, err)
 	case rc.Type == packformat.TypeDir:
-		return rc, false, pathErr("read", name, syscall.EISDIR)
+		return i, rc, false, pathErr("read", name, syscall.EISDIR)
 	}
-	return rc, rc.Type != packformat.TypeFile, nil
+	return i, rc, rc.Type != packformat.TypeFile, nil
 }
 
 // Bytes returns the named file's content without copying, after checking
@@ -131,18 +139,17 @@ func (r *Reader) Bytes(name string) (_ []byte, err error) {
 		return nil, err
 	}
 	defer r.runlock("open", name, g, &err)
-	rc, empty, err := r.fileRecord(name)
+	i, rc, empty, err := r.fileRecord(name)
 	if err != nil {
 		return nil, err
 	}
 	if empty {
 		return []byte{}, nil
 	}
-	b := r.mapped[rc.Off : rc.Off+rc.Size : rc.Off+rc.Size]
-	if err := checkCRC(rc, b); err != nil {
+	if err := r.checkContent(i, rc); err != nil {
 		return nil, pathErr("read", name, err)
 	}
-	return b, nil
+	return r.mapped[rc.Off : rc.Off+rc.Size : rc.Off+rc.Size], nil
 }
 
 // ReadLink returns the target of the named symlink.

@@ -53,6 +53,11 @@ type Reader struct {
 	nChecked   atomic.Uint64
 	allChecked atomic.Bool
 	root       packformat.Record // record 0, checked at open
+
+	// good and contents remember the contents checked (see
+	// checkContent): good has bit i set once record i's content matched.
+	good     []atomic.Uint64
+	contents sync.Map // contentKey → true, or the mismatch
 }
 
 // Open maps the pack file name into memory and validates its header,
@@ -152,6 +157,7 @@ func (r *Reader) load(ra io.ReaderAt) error {
 	r.keyBase = packformat.Blocks(r.footer.Count * packformat.RecordSize)
 	r.strBase = r.keyBase + packformat.Blocks(r.footer.Count*packformat.KeySize)
 	r.checked = make([]atomic.Uint64, (tableLen+63)/64)
+	r.good = make([]atomic.Uint64, (r.footer.Count+63)/64)
 	return nil
 }
 
