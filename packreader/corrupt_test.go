@@ -466,3 +466,33 @@ func TestIssue14SharedBadContent(t *testing.T) {
 		}
 	}
 }
+
+// TestIssue14ListingOverlap crafts 2,000 directories whose child runs
+// all stretch to the end of the index: listing one allocated its whole
+// claimed run, and a dirEntry chunk, before finding the second child's
+// parent wrong, 8 MB in all for a pack of 146 KB (the cost grew with the
+// square of the entries). A listing now checks a chunk's parent links
+// before it allocates, and grows its result as entries pass.
+func TestIssue14ListingOverlap(t *testing.T) {
+	tree := fstest.MapFS{}
+	for i := range 2000 {
+		tree[fmt.Sprintf("d%04d/f", i)] = &fstest.MapFile{Data: []byte("A"), Mode: 0o644}
+	}
+	var buf bytes.Buffer
+	must(t, packwriter.Write(&buf, tree))
+	data := buf.Bytes()
+	f, _, _ := packLayout(data)
+	for i := range f.Count {
+		b := data[f.IndexOff+i*packformat.RecordSize:]
+		if rc, _ := packformat.DecodeRecord(b); i > 0 && rc.Type == packformat.TypeDir {
+			binary.LittleEndian.PutUint64(b[24:], f.Count-rc.Off)
+		}
+	}
+	data = fixCRC(data)
+	exercise(t, data)
+	r, err := packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)))
+	must(t, err)
+	if _, err := r.ReadDir("d0000"); !errors.Is(err, packreader.ErrCorrupt) {
+		t.Errorf("ReadDir of a directory claiming others' children: %v, want ErrCorrupt", err)
+	}
+}

@@ -110,7 +110,7 @@ func (r *Reader) list(d uint64, dr packformat.Record, from uint64, n int) ([]fs.
 	if err := r.checkRecords(lo, hi); err != nil {
 		return nil, err
 	}
-	out := make([]fs.DirEntry, 0, hi-lo)
+	var out []fs.DirEntry
 	var prev []byte
 	if from > 0 {
 		p, err := r.nameAt(lo - 1)
@@ -122,11 +122,19 @@ func (r *Reader) list(d uint64, dr packformat.Record, from uint64, n int) ([]fs.
 	var prevName string
 	for c := lo; c < hi; c += listChunk {
 		ce := min(c+listChunk, hi)
-		ents := make([]dirEntry, ce-c)
-		span, spanOff, err := r.nameSpan(c, ce)
+		span, spanOff, err := r.nameSpan(d, c, ce)
 		if err != nil {
 			return nil, err
 		}
+		// Allocate as nameSpan vouches for entries, doubling: a crafted
+		// directory may claim a run of other directories' entries, and
+		// must not cost the run's size to refuse.
+		if need := len(out) + int(ce-c); need > cap(out) {
+			grown := make([]fs.DirEntry, len(out), min(int(hi-lo), max(2*cap(out), need, 4*listChunk)))
+			copy(grown, out)
+			out = grown
+		}
+		ents := make([]dirEntry, ce-c)
 		for i := c; i < ce; i++ {
 			b := r.index[i*packformat.RecordSize : i*packformat.RecordSize+packformat.RecordSize]
 			if !r.valid(i, b) {
@@ -145,6 +153,9 @@ func (r *Reader) list(d uint64, dr packformat.Record, from uint64, n int) ([]fs.
 			out = append(out, e)
 		}
 	}
+	if out == nil {
+		out = []fs.DirEntry{}
+	}
 	return out, nil
 }
 
@@ -154,16 +165,19 @@ func (r *Reader) list(d uint64, dr packformat.Record, from uint64, n int) ([]fs.
 // in index order, so the names of a run of children (with the targets of
 // the symlinks among them) follow one another: list slices them out of
 // the span instead of allocating a string per name. nameSpan checks that
-// they do, so that the span holds nothing but the names and targets of
-// the records listed and a crafted pack cannot make a listing copy more
-// than its own entries' bytes. The caller has checked the index blocks of
-// records lo to hi-1.
-func (r *Reader) nameSpan(lo, hi uint64) (string, uint64, error) {
+// they do, and that each record's parent is d, before it copies: so the
+// span holds nothing but the names and targets of the records listed, and
+// a crafted pack cannot make a listing copy more than its own entries'
+// bytes. The caller has checked the index blocks of records lo to hi-1.
+func (r *Reader) nameSpan(d, lo, hi uint64) (string, uint64, error) {
 	le := binary.LittleEndian
 	start := uint64(le.Uint32(r.index[lo*packformat.RecordSize+4:]))
 	pos, size := start, uint64(len(r.strs))
 	for i := lo; i < hi; i++ {
 		b := r.index[i*packformat.RecordSize : i*packformat.RecordSize+packformat.RecordSize]
+		if p := le.Uint32(b[0:]); uint64(p) != d {
+			return "", 0, corrupt("entry %d: parent %d, listed in %d", i, p, d)
+		}
 		if off := uint64(le.Uint32(b[4:])); off != pos {
 			return "", 0, corrupt("entry %d: name at %d, want %d, after the entry before it", i, off, pos)
 		}
