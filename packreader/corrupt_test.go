@@ -433,11 +433,12 @@ func TestIssue14ListingSpan(t *testing.T) {
 	}
 }
 
-// TestIssue14SharedBadContent damages a content that 500 entries share:
-// every ReadFile of each entry allocated a copy of it before finding the
-// checksum wrong (and every entry checked the same content again). The
-// Reader now remembers a content's check, and fails later reads of a bad
-// one before allocating.
+// TestIssue14SharedBadContent damages a content that 500 entries share,
+// or gives each of the 500 records of one content a different wrong
+// checksum: every ReadFile of each entry allocated a copy of it before
+// finding the checksum wrong (and every entry checked the same content
+// again). The Reader now remembers each content's checksum, and fails
+// later reads of a bad one before allocating.
 func TestIssue14SharedBadContent(t *testing.T) {
 	content := bytes.Repeat([]byte("0123456789"), 300)
 	tree := fstest.MapFS{}
@@ -446,24 +447,39 @@ func TestIssue14SharedBadContent(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	must(t, packwriter.Write(&buf, tree))
-	data := buf.Bytes()
-	off := bytes.Index(data, content)
-	if off < 0 {
-		t.Fatal("content not found")
-	}
-	data[off+1000] ^= 1
-	exercise(t, data)
-	r, err := packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)))
-	must(t, err)
-	for _, p := range []string{"s/000", "s/001", "s/499"} {
-		if _, err := r.ReadFile(p); !errors.Is(err, packreader.ErrCorrupt) {
-			t.Errorf("ReadFile %s of a damaged content: %v, want ErrCorrupt", p, err)
-		}
-		if f, err := r.Open(p); err != nil {
-			t.Error(err)
-		} else if _, err := f.Read(make([]byte, 10)); !errors.Is(err, packreader.ErrCorrupt) {
-			t.Errorf("Read %s of a damaged content: %v, want ErrCorrupt", p, err)
-		}
+	for _, how := range []string{"content", "checksums"} {
+		t.Run("damaged="+how, func(t *testing.T) {
+			data := bytes.Clone(buf.Bytes())
+			if how == "content" {
+				off := bytes.Index(data, content)
+				if off < 0 {
+					t.Fatal("content not found")
+				}
+				data[off+1000] ^= 1
+			} else {
+				f, _, _ := packLayout(data)
+				for i := range f.Count {
+					b := data[f.IndexOff+i*packformat.RecordSize:]
+					if b[10] == packformat.TypeFile {
+						binary.LittleEndian.PutUint32(b[56:], uint32(i))
+					}
+				}
+				data = fixCRC(data)
+			}
+			exercise(t, data)
+			r, err := packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)))
+			must(t, err)
+			for _, p := range []string{"s/000", "s/001", "s/499"} {
+				if _, err := r.ReadFile(p); !errors.Is(err, packreader.ErrCorrupt) {
+					t.Errorf("ReadFile %s of a damaged content: %v, want ErrCorrupt", p, err)
+				}
+				if f, err := r.Open(p); err != nil {
+					t.Error(err)
+				} else if _, err := f.Read(make([]byte, 10)); !errors.Is(err, packreader.ErrCorrupt) {
+					t.Errorf("Read %s of a damaged content: %v, want ErrCorrupt", p, err)
+				}
+			}
+		})
 	}
 }
 

@@ -17,14 +17,6 @@ func (r *Reader) readData(p []byte, off uint64) error {
 	return readFull(r.ra, p, int64(off))
 }
 
-// checkCRC checks data against the record's CRC-32C.
-func checkCRC(rc packformat.Record, data []byte) error {
-	if crc32.Checksum(data, packformat.Castagnoli) != rc.CRC {
-		return corrupt("content checksum mismatch")
-	}
-	return nil
-}
-
 // contentCRC computes the CRC-32C of rc's content. The caller holds r.mu.
 func (r *Reader) contentCRC(rc packformat.Record) (uint32, error) {
 	if r.mapped != nil {
@@ -61,44 +53,37 @@ func putBuf(b *[64 << 10]byte) { bufPool.Put(b) }
 // one large content costs one pass over it, and a damaged content shared
 // by many entries fails their reads before ReadFile allocates a copy.
 // r.good has bit i set once record i's content matched (the fast path,
-// one atomic load); r.contents maps a content's (offset, size, CRC-32C) to
-// what its check found, true or the mismatch. Only checksum results are
-// kept: an I/O error from an io.ReaderAt is not.
+// one atomic load); r.contents maps a content's span (offset, size) to
+// the CRC-32C its bytes have, which each record's is compared with: a
+// crafted pack whose records give one span different checksums costs one
+// pass too. I/O errors from an io.ReaderAt are not kept.
 
-// contentKey names a content as a record describes it.
-type contentKey struct {
-	off, size uint64
-	crc       uint32
-}
+// span is a content's place in the data region: a key of r.contents, and
+// what Verify sorts.
+type span struct{ off, size uint64 }
 
-// knownContent reports whether record i's content (rc's) has been
-// checked, and the mismatch if it failed.
+// knownContent reports whether the CRC-32C of record i's content (rc's) is
+// known, and the mismatch if it differs from rc's.
 func (r *Reader) knownContent(i uint64, rc packformat.Record) (bool, error) {
 	if r.good[i/64].Load()&(1<<(i%64)) != 0 {
 		return true, nil
 	}
-	v, ok := r.contents.Load(contentKey{rc.Off, rc.Size, rc.CRC})
+	v, ok := r.contents.Load(span{rc.Off, rc.Size})
 	if !ok {
 		return false, nil
 	}
-	if err, bad := v.(error); bad {
-		return true, err
-	}
-	r.good[i/64].Or(1 << (i % 64))
-	return true, nil
+	return true, r.noteContent(i, rc, v.(uint32))
 }
 
-// noteContent records the check of record i's content: err is nil if it
-// matched its CRC-32C, else the mismatch.
-func (r *Reader) noteContent(i uint64, rc packformat.Record, err error) {
-	var v any = true
-	if err != nil {
-		v = err
+// noteContent records crc, the CRC-32C of record i's content, and reports
+// a mismatch with the record's.
+func (r *Reader) noteContent(i uint64, rc packformat.Record, crc uint32) error {
+	r.contents.LoadOrStore(span{rc.Off, rc.Size}, crc)
+	if crc != rc.CRC {
+		return corrupt("content checksum mismatch")
 	}
-	r.contents.Store(contentKey{rc.Off, rc.Size, rc.CRC}, v)
-	if err == nil {
-		r.good[i/64].Or(1 << (i % 64))
-	}
+	r.good[i/64].Or(1 << (i % 64))
+	return nil
 }
 
 // checkContent checks record i's content (rc's) against its CRC-32C,
@@ -111,9 +96,5 @@ func (r *Reader) checkContent(i uint64, rc packformat.Record) error {
 	if err != nil {
 		return err
 	}
-	if crc != rc.CRC {
-		err = corrupt("content checksum mismatch")
-	}
-	r.noteContent(i, rc, err)
-	return err
+	return r.noteContent(i, rc, crc)
 }

@@ -2,6 +2,7 @@ package packreader
 
 import (
 	"errors"
+	"hash/crc32"
 	"io/fs"
 	"syscall"
 
@@ -102,9 +103,7 @@ func (r *Reader) ReadFile(name string) (_ []byte, err error) {
 		return nil, pathErr("read", name, err)
 	}
 	if !known {
-		err := checkCRC(rc, b)
-		r.noteContent(i, rc, err)
-		if err != nil {
+		if err := r.noteContent(i, rc, crc32.Checksum(b, packformat.Castagnoli)); err != nil {
 			return nil, pathErr("read", name, err)
 		}
 	}

@@ -57,7 +57,7 @@ type Reader struct {
 	// good and contents remember the contents checked (see
 	// checkContent): good has bit i set once record i's content matched.
 	good     []atomic.Uint64
-	contents sync.Map // contentKey → true, or the mismatch
+	contents sync.Map // span → the CRC-32C of its bytes
 }
 
 // Open maps the pack file name into memory and validates its header,

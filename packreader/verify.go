@@ -158,9 +158,6 @@ func (r *Reader) Verify() (err error) {
 	return r.checkPadding(spans)
 }
 
-// span is one stored content's place in the data region.
-type span struct{ off, size uint64 }
-
 // checkPadding checks that the contents do not overlap and that every
 // other byte of the data region is zero. The caller holds r.mu.
 func (r *Reader) checkPadding(spans []span) error {
