@@ -2,6 +2,7 @@ package packreader
 
 import (
 	"hash/crc32"
+	"sync"
 
 	"github.com/packfs/packfs/internal/packformat"
 )
@@ -16,20 +17,13 @@ func (r *Reader) readData(p []byte, off uint64) error {
 	return readFull(r.ra, p, int64(off))
 }
 
-// checkCRC checks data against the record's CRC-32C.
-func checkCRC(rc packformat.Record, data []byte) error {
-	if crc32.Checksum(data, packformat.Castagnoli) != rc.CRC {
-		return corrupt("content checksum mismatch")
-	}
-	return nil
-}
-
 // contentCRC computes the CRC-32C of rc's content. The caller holds r.mu.
 func (r *Reader) contentCRC(rc packformat.Record) (uint32, error) {
 	if r.mapped != nil {
 		return crc32.Checksum(r.mapped[rc.Off:rc.Off+rc.Size], packformat.Castagnoli), nil
 	}
-	var buf [64 << 10]byte
+	buf := getBuf()
+	defer putBuf(buf)
 	crc := uint32(0)
 	for off, left := rc.Off, rc.Size; left > 0; {
 		n := min(left, uint64(len(buf)))
@@ -43,14 +37,64 @@ func (r *Reader) contentCRC(rc packformat.Record) (uint32, error) {
 	return crc, nil
 }
 
-// checkContent verifies rc's content against its CRC-32C.
-func (r *Reader) checkContent(rc packformat.Record) error {
+// bufPool holds the buffers that checks read contents through an
+// io.ReaderAt with. A buffer handed to an io.ReaderAt escapes to the
+// heap: one per check would allocate 64 KiB for every first read of a
+// file, however small, and a walk of a pack of small files many times the
+// pack's size.
+var bufPool = sync.Pool{New: func() any { return new([64 << 10]byte) }}
+
+func getBuf() *[64 << 10]byte  { return bufPool.Get().(*[64 << 10]byte) }
+func putBuf(b *[64 << 10]byte) { bufPool.Put(b) }
+
+// Contents are checked against their CRC-32C once per Reader, not once
+// per read or per open file: entries that share a content (identical files
+// are stored once) share its check, so that reading a thousand names of
+// one large content costs one pass over it, and a damaged content shared
+// by many entries fails their reads before ReadFile allocates a copy.
+// r.good has bit i set once record i's content matched (the fast path,
+// one atomic load); r.contents maps a content's span (offset, size) to
+// the CRC-32C its bytes have, which each record's is compared with: a
+// crafted pack whose records give one span different checksums costs one
+// pass too. I/O errors from an io.ReaderAt are not kept.
+
+// span is a content's place in the data region: a key of r.contents, and
+// what Verify sorts.
+type span struct{ off, size uint64 }
+
+// knownContent reports whether the CRC-32C of record i's content (rc's) is
+// known, and the mismatch if it differs from rc's.
+func (r *Reader) knownContent(i uint64, rc packformat.Record) (bool, error) {
+	if r.good[i/64].Load()&(1<<(i%64)) != 0 {
+		return true, nil
+	}
+	v, ok := r.contents.Load(span{rc.Off, rc.Size})
+	if !ok {
+		return false, nil
+	}
+	return true, r.noteContent(i, rc, v.(uint32))
+}
+
+// noteContent records crc, the CRC-32C of record i's content, and reports
+// a mismatch with the record's.
+func (r *Reader) noteContent(i uint64, rc packformat.Record, crc uint32) error {
+	r.contents.LoadOrStore(span{rc.Off, rc.Size}, crc)
+	if crc != rc.CRC {
+		return corrupt("content checksum mismatch")
+	}
+	r.good[i/64].Or(1 << (i % 64))
+	return nil
+}
+
+// checkContent checks record i's content (rc's) against its CRC-32C,
+// unless that was done. The caller holds r.mu.
+func (r *Reader) checkContent(i uint64, rc packformat.Record) error {
+	if known, err := r.knownContent(i, rc); known {
+		return err
+	}
 	crc, err := r.contentCRC(rc)
 	if err != nil {
 		return err
 	}
-	if crc != rc.CRC {
-		return corrupt("content checksum mismatch")
-	}
-	return nil
+	return r.noteContent(i, rc, crc)
 }

@@ -81,11 +81,12 @@ func (e *dirEntry) String() string    { return fs.FormatDirEntry(e) }
 
 // Info returns the entry's FileInfo. After the Reader is closed it fails
 // with fs.ErrClosed.
-func (e *dirEntry) Info() (fs.FileInfo, error) {
-	if err := e.r.rlock("stat", e.name); err != nil {
+func (e *dirEntry) Info() (_ fs.FileInfo, err error) {
+	g, err := e.r.rlock("stat", e.name)
+	if err != nil {
 		return nil, err
 	}
-	defer e.r.mu.RUnlock()
+	defer e.r.runlock("stat", e.name, g, &err)
 	rc, err := e.r.rec(uint64(e.i))
 	if err != nil {
 		return nil, pathErr("stat", e.name, err)
@@ -109,7 +110,7 @@ func (r *Reader) list(d uint64, dr packformat.Record, from uint64, n int) ([]fs.
 	if err := r.checkRecords(lo, hi); err != nil {
 		return nil, err
 	}
-	out := make([]fs.DirEntry, 0, hi-lo)
+	var out []fs.DirEntry
 	var prev []byte
 	if from > 0 {
 		p, err := r.nameAt(lo - 1)
@@ -121,11 +122,19 @@ func (r *Reader) list(d uint64, dr packformat.Record, from uint64, n int) ([]fs.
 	var prevName string
 	for c := lo; c < hi; c += listChunk {
 		ce := min(c+listChunk, hi)
-		ents := make([]dirEntry, ce-c)
-		span, spanOff, err := r.nameSpan(c, ce)
+		span, spanOff, err := r.nameSpan(d, c, ce)
 		if err != nil {
 			return nil, err
 		}
+		// Allocate as nameSpan vouches for entries, doubling: a crafted
+		// directory may claim a run of other directories' entries, and
+		// must not cost the run's size to refuse.
+		if need := len(out) + int(ce-c); need > cap(out) {
+			grown := make([]fs.DirEntry, len(out), min(int(hi-lo), max(2*cap(out), need, 4*listChunk)))
+			copy(grown, out)
+			out = grown
+		}
+		ents := make([]dirEntry, ce-c)
 		for i := c; i < ce; i++ {
 			b := r.index[i*packformat.RecordSize : i*packformat.RecordSize+packformat.RecordSize]
 			if !r.valid(i, b) {
@@ -133,15 +142,7 @@ func (r *Reader) list(d uint64, dr packformat.Record, from uint64, n int) ([]fs.
 			}
 			parent := binary.LittleEndian.Uint32(b[0:])
 			no, nl := uint64(binary.LittleEndian.Uint32(b[4:])), uint64(binary.LittleEndian.Uint16(b[8:]))
-			var name string
-			if no >= spanOff && no+nl <= spanOff+uint64(len(span)) {
-				name = span[no-spanOff : no-spanOff+nl]
-			} else {
-				if err := r.checkStrings(no, nl); err != nil {
-					return nil, err
-				}
-				name = string(r.strs[no : no+nl])
-			}
+			name := span[no-spanOff : no-spanOff+nl] // nameSpan checked it lies within
 			ordered := i == dr.Off || (i > lo && prevName < name) || (i == lo && string(prev) < name)
 			if uint64(parent) != d || !ordered || !validName(name) {
 				return nil, corrupt("entry %d: bad name %q or parent %d in directory %d", i, name, parent, d)
@@ -152,28 +153,49 @@ func (r *Reader) list(d uint64, dr packformat.Record, from uint64, n int) ([]fs.
 			out = append(out, e)
 		}
 	}
+	if out == nil {
+		out = []fs.DirEntry{}
+	}
 	return out, nil
 }
 
 // nameSpan returns as one string the string-table bytes from the name of
 // record lo to the end of the name of record hi-1, after checking their
-// blocks, and the span's offset. The writer stores the names of a run of
-// children one after another, so that list slices them out of the span
-// instead of allocating a string per name. A span too long to be such a
-// run (in a crafted pack) is left empty: names are then read one by one.
-func (r *Reader) nameSpan(lo, hi uint64) (string, uint64, error) {
+// blocks, and the span's offset. The string table holds names and targets
+// in index order, so the names of a run of children (with the targets of
+// the symlinks among them) follow one another: list slices them out of
+// the span instead of allocating a string per name. nameSpan checks that
+// they do, and that each record's parent is d, before it copies: so the
+// span holds nothing but the names and targets of the records listed, and
+// a crafted pack cannot make a listing copy more than its own entries'
+// bytes. The caller has checked the index blocks of records lo to hi-1.
+func (r *Reader) nameSpan(d, lo, hi uint64) (string, uint64, error) {
 	le := binary.LittleEndian
-	first := r.index[lo*packformat.RecordSize:]
-	last := r.index[(hi-1)*packformat.RecordSize:]
-	start := uint64(le.Uint32(first[4:]))
-	end := uint64(le.Uint32(last[4:])) + uint64(le.Uint16(last[8:]))
-	if start > end || end > uint64(len(r.strs)) || end-start > packformat.RecordSize*(hi-lo)+1<<16 {
-		return "", 0, nil
+	start := uint64(le.Uint32(r.index[lo*packformat.RecordSize+4:]))
+	pos, size := start, uint64(len(r.strs))
+	for i := lo; i < hi; i++ {
+		b := r.index[i*packformat.RecordSize : i*packformat.RecordSize+packformat.RecordSize]
+		if p := le.Uint32(b[0:]); uint64(p) != d {
+			return "", 0, corrupt("entry %d: parent %d, listed in %d", i, p, d)
+		}
+		if off := uint64(le.Uint32(b[4:])); off != pos {
+			return "", 0, corrupt("entry %d: name at %d, want %d, after the entry before it", i, off, pos)
+		}
+		pos += uint64(le.Uint16(b[8:]))
+		if b[10] == packformat.TypeSymlink && i+1 < hi {
+			if off := le.Uint64(b[32:]); off != pos {
+				return "", 0, corrupt("entry %d: target at %d, want %d, after its name", i, off, pos)
+			}
+			pos += min(le.Uint64(b[24:]), size) // a target past the table fails below
+		}
+		if pos > size {
+			return "", 0, corrupt("entry %d: name or target past the string table", i)
+		}
 	}
-	if err := r.checkStrings(start, end-start); err != nil {
+	if err := r.checkStrings(start, pos-start); err != nil {
 		return "", 0, err
 	}
-	return string(r.strs[start:end]), start, nil
+	return string(r.strs[start:pos]), start, nil
 }
 
 func validName(s string) bool {

@@ -50,15 +50,24 @@
 // reads that have started, and every later read fails with fs.ErrClosed.
 // Nothing touches the mapping after it is unmapped, except slices the
 // caller kept from Bytes.
+// Every read that touches the mapping arms debug.SetPanicOnFault for its
+// goroutine while it runs and restores the goroutine's setting after.
 //
 // # Caveats
 //
-//   - Slices from Bytes point into the mapping: reading them after Close
-//     faults, and they must not be written to.
-//   - If another process truncates the pack file while it is mapped, reads
-//     of the lost pages fault (SIGBUS), as with any mmap. Packs are written
-//     to a new file and renamed into place (packwriter.WriteFile), never
-//     modified, which avoids this.
+//   - Slices from Bytes point into the mapping: reading them after Close,
+//     or after the file was truncated, faults (unless the reading goroutine
+//     set debug.SetPanicOnFault), and they must not be written to.
+//   - Packs are written to a new file and renamed into place
+//     (packwriter.WriteFile), never modified: a Reader keeps the file it
+//     mapped, whatever replaces it. If the mapped file itself is truncated,
+//     a read that touches a lost page fails with an error wrapping
+//     [ErrChanged] and ErrCorrupt instead of killing the process with
+//     SIGBUS; the pages before the cut read as before, and the rest of a
+//     page cut in the middle reads as zeros, which the checks report as
+//     ErrCorrupt where they have not passed already. A file rewritten in
+//     place can show its new bytes in parts already checked: that is not
+//     detected.
 //   - Modification times are stored in Unix nanoseconds: times before 1678
 //     or after 2262 do not round-trip.
 //   - Padding bytes between contents are checked by Verify only: reads

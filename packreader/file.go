@@ -19,7 +19,8 @@ var (
 )
 
 // file is an open entry. Its content's CRC-32C is checked on the first
-// read; a mismatch fails that read and every later one.
+// read, unless another read of the Reader checked it; a mismatch fails
+// that read and every later one.
 type file struct {
 	r    *Reader
 	name string
@@ -61,7 +62,7 @@ func (f *file) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // readAt reads at off; the caller holds f.mu.
-func (f *file) readAt(op string, p []byte, off int64) (int, error) {
+func (f *file) readAt(op string, p []byte, off int64) (_ int, err error) {
 	if f.closed {
 		return 0, pathErr(op, f.name, os.ErrClosed)
 	}
@@ -79,12 +80,13 @@ func (f *file) readAt(op string, p []byte, off int64) (int, error) {
 	if off >= size {
 		return 0, io.EOF
 	}
-	if err := f.r.rlock(op, f.name); err != nil {
+	g, err := f.r.rlock(op, f.name)
+	if err != nil {
 		return 0, err
 	}
-	defer f.r.mu.RUnlock()
+	defer f.r.runlock(op, f.name, g, &err)
 	if !f.verified {
-		if err := f.r.checkContent(f.rc); err != nil {
+		if err := f.r.checkContent(f.i, f.rc); err != nil {
 			return 0, pathErr(op, f.name, err)
 		}
 		f.verified = true
@@ -160,7 +162,7 @@ func (f *file) WriteTo(w io.Writer) (int64, error) {
 	}
 }
 
-func (f *file) ReadDir(n int) ([]fs.DirEntry, error) {
+func (f *file) ReadDir(n int) (_ []fs.DirEntry, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -169,10 +171,11 @@ func (f *file) ReadDir(n int) ([]fs.DirEntry, error) {
 	if f.rc.Type != packformat.TypeDir {
 		return nil, pathErr("readdirent", f.name, syscall.ENOTDIR)
 	}
-	if err := f.r.rlock("readdirent", f.name); err != nil {
+	g, err := f.r.rlock("readdirent", f.name)
+	if err != nil {
 		return nil, err
 	}
-	defer f.r.mu.RUnlock()
+	defer f.r.runlock("readdirent", f.name, g, &err)
 	if f.dirPos >= f.rc.Size {
 		if n > 0 {
 			return nil, io.EOF

@@ -2,6 +2,7 @@ package packreader
 
 import (
 	"errors"
+	"hash/crc32"
 	"io/fs"
 	"syscall"
 
@@ -24,11 +25,12 @@ func pathErr(op, name string, err error) error {
 
 // Open opens the named file, following symlinks. Directories open as
 // fs.ReadDirFile; files implement io.ReaderAt, io.Seeker and io.WriterTo.
-func (r *Reader) Open(name string) (fs.File, error) {
-	if err := r.rlock("open", name); err != nil {
+func (r *Reader) Open(name string) (_ fs.File, err error) {
+	g, err := r.rlock("open", name)
+	if err != nil {
 		return nil, err
 	}
-	defer r.mu.RUnlock()
+	defer r.runlock("open", name, g, &err)
 	i, rc, err := r.walk(name, true)
 	if err != nil {
 		return nil, pathErr("open", name, err)
@@ -43,11 +45,12 @@ func (r *Reader) Stat(name string) (fs.FileInfo, error) { return r.stat("stat", 
 // symlink.
 func (r *Reader) Lstat(name string) (fs.FileInfo, error) { return r.stat("lstat", name, false) }
 
-func (r *Reader) stat(op, name string, follow bool) (fs.FileInfo, error) {
-	if err := r.rlock(op, name); err != nil {
+func (r *Reader) stat(op, name string, follow bool) (_ fs.FileInfo, err error) {
+	g, err := r.rlock(op, name)
+	if err != nil {
 		return nil, err
 	}
-	defer r.mu.RUnlock()
+	defer r.runlock(op, name, g, &err)
 	_, rc, err := r.walk(name, follow)
 	if err != nil {
 		return nil, pathErr(op, name, err)
@@ -56,11 +59,12 @@ func (r *Reader) stat(op, name string, follow bool) (fs.FileInfo, error) {
 }
 
 // ReadDir returns the entries of the named directory, sorted by name.
-func (r *Reader) ReadDir(name string) ([]fs.DirEntry, error) {
-	if err := r.rlock("open", name); err != nil {
+func (r *Reader) ReadDir(name string) (_ []fs.DirEntry, err error) {
+	g, err := r.rlock("open", name)
+	if err != nil {
 		return nil, err
 	}
-	defer r.mu.RUnlock()
+	defer r.runlock("open", name, g, &err)
 	i, rc, err := r.walk(name, true)
 	if err != nil {
 		return nil, pathErr("open", name, err)
@@ -76,25 +80,32 @@ func (r *Reader) ReadDir(name string) ([]fs.DirEntry, error) {
 }
 
 // ReadFile returns a copy of the named file's content, after checking
-// its CRC-32C.
-func (r *Reader) ReadFile(name string) ([]byte, error) {
-	if err := r.rlock("open", name); err != nil {
+// its CRC-32C (once per content and Reader).
+func (r *Reader) ReadFile(name string) (_ []byte, err error) {
+	g, err := r.rlock("open", name)
+	if err != nil {
 		return nil, err
 	}
-	defer r.mu.RUnlock()
-	rc, empty, err := r.fileRecord(name)
+	defer r.runlock("open", name, g, &err)
+	i, rc, empty, err := r.fileRecord(name)
 	if err != nil {
 		return nil, err
 	}
 	if empty {
 		return []byte{}, nil
 	}
+	known, err := r.knownContent(i, rc)
+	if err != nil {
+		return nil, pathErr("read", name, err)
+	}
 	b := make([]byte, rc.Size)
 	if err := r.readData(b, rc.Off); err != nil {
 		return nil, pathErr("read", name, err)
 	}
-	if err := checkCRC(rc, b); err != nil {
-		return nil, pathErr("read", name, err)
+	if !known {
+		if err := r.noteContent(i, rc, crc32.Checksum(b, packformat.Castagnoli)); err != nil {
+			return nil, pathErr("read", name, err)
+		}
 	}
 	return b, nil
 }
@@ -102,15 +113,15 @@ func (r *Reader) ReadFile(name string) ([]byte, error) {
 // fileRecord resolves name for reading its content: the record, or empty
 // when it is not a regular file and reads as nothing. The caller holds
 // r.mu.
-func (r *Reader) fileRecord(name string) (rc packformat.Record, empty bool, err error) {
-	_, rc, err = r.walk(name, true)
+func (r *Reader) fileRecord(name string) (i uint64, rc packformat.Record, empty bool, err error) {
+	i, rc, err = r.walk(name, true)
 	switch {
 	case err != nil:
-		return rc, false, pathErr("open", name, err)
+		return i, rc, false, pathErr("open", name, err)
 	case rc.Type == packformat.TypeDir:
-		return rc, false, pathErr("read", name, syscall.EISDIR)
+		return i, rc, false, pathErr("read", name, syscall.EISDIR)
 	}
-	return rc, rc.Type != packformat.TypeFile, nil
+	return i, rc, rc.Type != packformat.TypeFile, nil
 }
 
 // Bytes returns the named file's content without copying, after checking
@@ -118,34 +129,35 @@ func (r *Reader) fileRecord(name string) (rc packformat.Record, empty bool, err 
 // mapping: it is valid until Close, and reading it after Close faults. It
 // must not be modified. For a pack opened with OpenReaderAt, Bytes returns
 // a copy.
-func (r *Reader) Bytes(name string) ([]byte, error) {
+func (r *Reader) Bytes(name string) (_ []byte, err error) {
 	if r.ra != nil {
 		return r.ReadFile(name)
 	}
-	if err := r.rlock("open", name); err != nil {
+	g, err := r.rlock("open", name)
+	if err != nil {
 		return nil, err
 	}
-	defer r.mu.RUnlock()
-	rc, empty, err := r.fileRecord(name)
+	defer r.runlock("open", name, g, &err)
+	i, rc, empty, err := r.fileRecord(name)
 	if err != nil {
 		return nil, err
 	}
 	if empty {
 		return []byte{}, nil
 	}
-	b := r.mapped[rc.Off : rc.Off+rc.Size : rc.Off+rc.Size]
-	if err := checkCRC(rc, b); err != nil {
+	if err := r.checkContent(i, rc); err != nil {
 		return nil, pathErr("read", name, err)
 	}
-	return b, nil
+	return r.mapped[rc.Off : rc.Off+rc.Size : rc.Off+rc.Size], nil
 }
 
 // ReadLink returns the target of the named symlink.
-func (r *Reader) ReadLink(name string) (string, error) {
-	if err := r.rlock("readlink", name); err != nil {
+func (r *Reader) ReadLink(name string) (_ string, err error) {
+	g, err := r.rlock("readlink", name)
+	if err != nil {
 		return "", err
 	}
-	defer r.mu.RUnlock()
+	defer r.runlock("readlink", name, g, &err)
 	_, rc, err := r.walk(name, false)
 	if err != nil {
 		return "", pathErr("readlink", name, err)
@@ -162,11 +174,12 @@ func (r *Reader) ReadLink(name string) (string, error) {
 
 // Opaque reports whether the directory dir is marked opaque (it holds a
 // whiteout named layer.OpaqueName). A missing dir is not opaque.
-func (r *Reader) Opaque(dir string) bool {
-	if r.rlock("stat", dir) != nil {
+func (r *Reader) Opaque(dir string) (opaque bool) {
+	g, err := r.rlock("stat", dir)
+	if err != nil {
 		return false
 	}
-	defer r.mu.RUnlock()
+	defer r.runlock("stat", dir, g, &err) // a fault leaves opaque false
 	_, rc, err := r.walk(dir, true)
 	return err == nil && rc.Type == packformat.TypeDir && rc.Flags&packformat.FlagOpaque != 0
 }

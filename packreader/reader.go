@@ -53,6 +53,11 @@ type Reader struct {
 	nChecked   atomic.Uint64
 	allChecked atomic.Bool
 	root       packformat.Record // record 0, checked at open
+
+	// good and contents remember the contents checked (see
+	// checkContent): good has bit i set once record i's content matched.
+	good     []atomic.Uint64
+	contents sync.Map // span → the CRC-32C of its bytes
 }
 
 // Open maps the pack file name into memory and validates its header,
@@ -152,6 +157,7 @@ func (r *Reader) load(ra io.ReaderAt) error {
 	r.keyBase = packformat.Blocks(r.footer.Count * packformat.RecordSize)
 	r.strBase = r.keyBase + packformat.Blocks(r.footer.Count*packformat.KeySize)
 	r.checked = make([]atomic.Uint64, (tableLen+63)/64)
+	r.good = make([]atomic.Uint64, (r.footer.Count+63)/64)
 	return nil
 }
 
@@ -251,17 +257,6 @@ func (r *Reader) Close() error {
 		m := r.mapped
 		r.mapped = nil
 		return r.unmap(m)
-	}
-	return nil
-}
-
-// rlock locks r for reading and reports fs.ErrClosed once closed. On
-// success the caller must call r.mu.RUnlock.
-func (r *Reader) rlock(op, name string) error {
-	r.mu.RLock()
-	if r.closed {
-		r.mu.RUnlock()
-		return &os.PathError{Op: op, Path: name, Err: os.ErrClosed}
 	}
 	return nil
 }

@@ -30,11 +30,12 @@ type Stats struct {
 func (s Stats) Saved() int64 { return s.Logical - s.Unique }
 
 // Stats counts the pack's entries. It reads every record: O(entries).
-func (r *Reader) Stats() (Stats, error) {
-	if err := r.rlock("stats", "."); err != nil {
+func (r *Reader) Stats() (_ Stats, err error) {
+	g, err := r.rlock("stats", ".")
+	if err != nil {
 		return Stats{}, err
 	}
-	defer r.mu.RUnlock()
+	defer r.runlock("stats", ".", g, &err)
 	s := Stats{Entries: int(r.count), Stored: int64(r.footer.DataSize), Size: int64(r.size)}
 	seen := map[uint64]bool{}
 	for i := range r.count {
@@ -70,11 +71,12 @@ func (r *Reader) Stats() (Stats, error) {
 // the data region outside the contents is zero. It returns the first
 // problem found, wrapping ErrCorrupt. Verify holds off Close until it
 // returns.
-func (r *Reader) Verify() error {
-	if err := r.rlock("verify", "."); err != nil {
+func (r *Reader) Verify() (err error) {
+	g, err := r.rlock("verify", ".")
+	if err != nil {
 		return err
 	}
-	defer r.mu.RUnlock()
+	defer r.runlock("verify", ".", g, &err)
 	if err := r.checkAll(); err != nil {
 		return err
 	}
@@ -156,9 +158,6 @@ func (r *Reader) Verify() error {
 	return r.checkPadding(spans)
 }
 
-// span is one stored content's place in the data region.
-type span struct{ off, size uint64 }
-
 // checkPadding checks that the contents do not overlap and that every
 // other byte of the data region is zero. The caller holds r.mu.
 func (r *Reader) checkPadding(spans []span) error {
@@ -178,7 +177,12 @@ func (r *Reader) checkPadding(spans []span) error {
 
 // checkZero checks that the file's bytes from lo to hi-1 are zero.
 func (r *Reader) checkZero(lo, hi uint64) error {
-	var buf [4 << 10]byte
+	var buf []byte
+	if r.mapped == nil {
+		b := getBuf()
+		defer putBuf(b)
+		buf = b[:]
+	}
 	for off := lo; off < hi; {
 		var b []byte
 		if r.mapped != nil {
@@ -206,7 +210,8 @@ func (r *Reader) contentSum(rc packformat.Record) ([16]byte, error) {
 	if r.mapped != nil {
 		w.Write(r.mapped[rc.Off : rc.Off+rc.Size])
 	} else {
-		var buf [64 << 10]byte
+		buf := getBuf()
+		defer putBuf(buf)
 		for off, left := rc.Off, rc.Size; left > 0; {
 			n := min(left, uint64(len(buf)))
 			if err := readFull(r.ra, buf[:n], int64(off)); err != nil {

@@ -1,0 +1,102 @@
+package packreader_test
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"testing"
+	"testing/fstest"
+
+	"github.com/packfs/packfs/packreader"
+	"github.com/packfs/packfs/packwriter"
+)
+
+// benchPack writes a pack of 1,000 small files and one of 16 MiB into a
+// temporary directory and maps it.
+func benchPack(b *testing.B) *packreader.Reader {
+	b.Helper()
+	m := fstest.MapFS{"big": {Data: make([]byte, 16<<20), Mode: 0o644}}
+	for i := range 1000 {
+		m[fmt.Sprintf("d/f%04d", i)] = &fstest.MapFile{Data: []byte(fmt.Sprintf("content of file %d\n", i)), Mode: 0o644}
+	}
+	name := filepath.Join(b.TempDir(), "bench.pack")
+	if err := packwriter.WriteFile(name, m); err != nil {
+		b.Fatal(err)
+	}
+	r, err := packreader.Open(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { r.Close() })
+	return r
+}
+
+// BenchmarkMappedRead measures the reader's per-call cost over a mapped
+// pack: small reads are where a per-call guard would show. Run with
+//
+//	go test -run '^$' -bench BenchmarkMappedRead -benchtime 300ms -count 5 ./packreader/
+func BenchmarkMappedRead(b *testing.B) {
+	r := benchPack(b)
+	names := make([]string, 1000)
+	for i := range names {
+		names[i] = fmt.Sprintf("d/f%04d", i)
+	}
+	b.Run("op=Stat", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			if _, err := r.Stat(names[i%len(names)]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("op=ReadFile", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			if _, err := r.ReadFile(names[i%len(names)]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	f, err := r.Open("big")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	ra := f.(io.ReaderAt)
+	for _, n := range []int{512, 4 << 10, 64 << 10} {
+		b.Run(fmt.Sprintf("op=ReadAt/size=%d", n), func(b *testing.B) {
+			buf := make([]byte, n)
+			b.SetBytes(int64(n))
+			off := int64(0)
+			for b.Loop() {
+				if _, err := ra.ReadAt(buf, off); err != nil {
+					b.Fatal(err)
+				}
+				if off += int64(n); off+int64(n) > 16<<20 {
+					off = 0
+				}
+			}
+		})
+	}
+	b.Run("op=WriteTo", func(b *testing.B) {
+		b.SetBytes(16 << 20)
+		for b.Loop() {
+			if _, err := f.(io.Seeker).Seek(0, io.SeekStart); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := f.(io.WriterTo).WriteTo(io.Discard); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("op=ReadDir", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := fs.ReadDir(r, "d"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
