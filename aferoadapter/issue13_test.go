@@ -312,3 +312,37 @@ func TestIssue13Paths(t *testing.T) {
 		}
 	}
 }
+
+// TestIssue13ReaddirClosed pins issue 13 item 7, kept on purpose:
+// Readdir and Readdirnames on a closed handle fail with fs.ErrClosed,
+// where os gives "use of closed file", which matches no sentinel.
+func TestIssue13ReaddirClosed(t *testing.T) {
+	for _, s := range issue13Stacks {
+		t.Run(s.name, func(t *testing.T) {
+			fsys := s.make(t, mkdirs("/d/", "/d/f"))
+			f, err := fsys.Open("/d")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Readdir(-1); !errors.Is(err, fs.ErrClosed) {
+				t.Errorf("Readdir after Close: %v, want fs.ErrClosed", err)
+			}
+			if _, err := f.Readdirnames(1); !errors.Is(err, fs.ErrClosed) {
+				t.Errorf("Readdirnames after Close: %v, want fs.ErrClosed", err)
+			}
+		})
+	}
+	host := newHostFs(t)
+	host.Mkdir("/d", 0o755)
+	f, err := host.Open("/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := f.Readdir(-1); err == nil || errors.Is(err, fs.ErrClosed) {
+		t.Errorf("os's Readdir after Close: %v; the doc says it matches no sentinel", err)
+	}
+}
