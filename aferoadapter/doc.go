@@ -20,14 +20,56 @@
 // # Paths
 //
 // afero programs name files as they would on the OS: "/a/b", "a/b", "./a",
-// "a/", "" and "/". New translates them into io/fs paths lexically, as
-// afero.BasePathFs does: all of them are relative to the root of the file
-// system, "." and empty elements and trailing slashes are dropped, and ".."
-// removes the element before it. A ".." that would climb above the root is
-// not an escape: the operation fails with an *fs.PathError that matches
-// fs.ErrNotExist, as BasePathFs reports it. Errors and File.Name report the
-// name as the caller passed it, as os does. The root itself cannot be
-// removed or renamed: Remove("/") and RemoveAll("/") fail with EINVAL.
+// "a/", "" and "/". New resolves them as the Linux kernel does, never
+// lexically, relative to the root of the file system whether or not they
+// start with a slash. A plain name (past its leading slashes, elements
+// that are names, no trailing slash) goes to the layer as it is, at no
+// cost. Any other name is walked element by element from the root over
+// the layer's Lstat and Readlink, with the rules of package
+// internal/pathwalk:
+//
+//   - "" is ENOENT for every operation; doubled slashes count as one;
+//   - every element but the last must be a directory, and a symlink there
+//     is followed (an absolute target restarts at the root; 40 links at
+//     most, then ELOOP);
+//   - "." names the directory it is in, which must exist, ".." the parent
+//     of the physical directory, symlinks followed: "l/.." with l a link
+//     to c/c is c. At the root ".." stays at the root, as in a chroot:
+//     nothing outside exists;
+//   - a trailing slash demands a directory and follows a final symlink,
+//     for every operation, Lstat and Readlink included;
+//   - each operation finishes the last element as the kernel's does:
+//     Mkdir, Symlink and O_CREAT|O_EXCL of ".", ".." or "/" are EEXIST,
+//     O_CREAT of them or of a name with a trailing slash EISDIR, Symlink
+//     of a missing name with a trailing slash ENOENT; Rename of ".", ".."
+//     or "/" on either side EBUSY, and of a non-directory with a
+//     trailing slash on either side ENOTDIR; Remove of "." EINVAL, of
+//     ".." ENOTEMPTY, of "/" EBUSY, and of a non-directory (a symlink
+//     too) with a trailing slash ENOTDIR;
+//   - Linux's limits: a name of at most 255 bytes and a path of fewer
+//     than 4,096, else ENAMETOOLONG; a NUL byte is EINVAL.
+//
+// Beyond the kernel, the Fs follows package os where os adds rules of its
+// own, so that a program sees what it sees over afero.OsFs:
+//
+//   - Remove tries unlink, then rmdir, and reports rmdir's error unless
+//     that is ENOTDIR (os.Remove);
+//   - Rename fails with EEXIST when newname is a directory, unless
+//     oldname names that same directory by another string
+//     (os.Rename("/b/b", "/b//b") is fine, Rename("/b", "/b") is not);
+//   - MkdirAll splits a decorated name as strings, at its last slash,
+//     and runs over the Fs's own Stat, Mkdir and Lstat (os.MkdirAll):
+//     MkdirAll("/a//c/a") over a file a fails with EEXIST from
+//     Mkdir("/a/"), as os's does;
+//   - RemoveAll of "" does nothing, of a name ending in "." is EINVAL,
+//     and when Remove fails it removes the last element with all it
+//     holds from its parent (os.RemoveAll): "f/" removes the file f,
+//     and "d/.." empties d's parent, then fails with ENOTEMPTY;
+//   - Symlink checks its target first: "" is ENOENT, whatever newname is.
+//
+// The root cannot be removed: RemoveAll("/") fails with EINVAL (os would
+// empty it). Errors and File.Name report the name as the caller passed
+// it, as os does.
 //
 // # Migrating from MemMapFs
 //

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"sync/atomic"
 
 	"github.com/packfs/packfs/layer"
 	"github.com/spf13/afero"
@@ -11,9 +12,10 @@ import (
 
 // File is an open file of an [Fs]: an afero.File over a layer.File.
 type File struct {
-	f    layer.File
-	name string // as the caller passed it
-	path string // the io/fs path the layer was given
+	f      layer.File
+	name   string // as the caller passed it
+	path   string // the io/fs path the layer was given
+	closed atomic.Bool
 }
 
 var (
@@ -22,13 +24,29 @@ var (
 	_ layer.File     = (*File)(nil)
 )
 
-func (f *File) fix(err error) error { return fixErr(err, f.name, f.path) }
+// fix makes err, from the layer's file, an error about the caller's
+// name; after Close it wraps fs.ErrClosed whatever the layer said (dirfs
+// passes on os's "use of closed file", which matches no sentinel).
+func (f *File) fix(err error) error {
+	if err != nil && f.closed.Load() && !errors.Is(err, fs.ErrClosed) {
+		op := "read"
+		if pe, ok := err.(*fs.PathError); ok {
+			op = pe.Op
+		}
+		return &fs.PathError{Op: op, Path: f.name, Err: fs.ErrClosed}
+	}
+	return fixErr(err, f.name, f.path)
+}
 
 // Name returns the name as it was passed to Open, OpenFile or Create, as
 // os.File.Name does.
 func (f *File) Name() string { return f.name }
 
-func (f *File) Close() error { return f.fix(f.f.Close()) }
+func (f *File) Close() error {
+	err := f.fix(f.f.Close())
+	f.closed.Store(true)
+	return err
+}
 
 func (f *File) Read(p []byte) (int, error) {
 	n, err := f.f.Read(p)
@@ -86,7 +104,8 @@ func (f *File) ReadDir(n int) ([]fs.DirEntry, error) {
 // rules of os.File.Readdir: for n > 0, at most n, and an empty slice with
 // io.EOF at the end; for n <= 0, all that remain with a nil error. The
 // slice is never nil. An entry removed since the directory was listed is
-// left out, as os leaves it out.
+// left out, as os leaves it out. On a closed file it fails with an error
+// wrapping fs.ErrClosed, where os's matches no sentinel.
 func (f *File) Readdir(n int) ([]os.FileInfo, error) {
 	var infos []os.FileInfo
 	for {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/packfs/packfs/layer"
@@ -72,9 +74,12 @@ func (a *Fs) Open(name string) (afero.File, error) {
 
 // OpenFile opens name with flag and perm, as os.OpenFile does.
 func (a *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
-	p, ok := ioPath(name)
+	p, ok := plain(name)
 	if !ok {
-		return nil, escapes("open", name)
+		var err error
+		if p, err = a.openPath(name, flag); err != nil {
+			return nil, layer.PathError("open", name, err)
+		}
 	}
 	f, err := layer.OpenFile(a.fsys, p, flag, perm)
 	if err != nil {
@@ -83,60 +88,251 @@ func (a *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, erro
 	return &File{f: f, name: name, path: p}, nil
 }
 
+// openPath resolves name for an open with flag, as the kernel's
+// open_last_lookups does: O_CREAT on ".", ".." or the root is EEXIST with
+// O_EXCL and EISDIR without; O_CREAT with a trailing slash is EISDIR; a
+// trailing slash otherwise follows a final symlink to a directory.
+func (a *Fs) openPath(name string, flag int) (string, error) {
+	r, err := a.resolve(name)
+	if err != nil {
+		return "", err
+	}
+	creat := flag&os.O_CREATE != 0
+	switch {
+	case r.last != lastNorm && creat && flag&os.O_EXCL != 0:
+		return "", syscall.EEXIST
+	case creat && (r.last != lastNorm || r.slash):
+		return "", syscall.EISDIR
+	case r.slash:
+		p, _, err := a.follow(&r)
+		return p, err
+	}
+	return r.path(), nil
+}
+
 // Mkdir creates the directory name with mode perm.
 func (a *Fs) Mkdir(name string, perm os.FileMode) error {
-	p, ok := ioPath(name)
+	p, ok := plain(name)
 	if !ok {
-		return escapes("mkdir", name)
+		r, err := a.resolve(name)
+		if err == nil && r.last != lastNorm {
+			err = syscall.EEXIST // filename_create
+		}
+		if err != nil {
+			return layer.PathError("mkdir", name, err)
+		}
+		p = r.path()
 	}
 	return fixErr(layer.Mkdir(a.fsys, p, perm), name, p)
 }
 
 // MkdirAll creates the directory name and any missing parents, as
-// os.MkdirAll does.
+// os.MkdirAll does: a decorated name is split as os splits it, into the
+// string up to its last slash and the rest, over the Fs's own Stat, Mkdir
+// and Lstat.
 func (a *Fs) MkdirAll(name string, perm os.FileMode) error {
-	p, ok := ioPath(name)
-	if !ok {
-		return escapes("mkdir", name)
+	if p, ok := plain(name); ok {
+		return fixErr(layer.MkdirAll(a.fsys, p, perm), name, p)
 	}
-	return fixErr(layer.MkdirAll(a.fsys, p, perm), name, p)
+	if fi, err := a.Stat(name); err == nil {
+		if fi.IsDir() {
+			return nil
+		}
+		return layer.PathError("mkdir", name, syscall.ENOTDIR)
+	}
+	i := len(name) - 1
+	for i >= 0 && name[i] == '/' {
+		i--
+	}
+	for i >= 0 && name[i] != '/' {
+		i--
+	}
+	if i > 0 {
+		if err := a.MkdirAll(name[:i], perm); err != nil {
+			return err
+		}
+	}
+	err := a.Mkdir(name, perm)
+	if err != nil {
+		// "foo/." exists when Mkdir says so.
+		if fi, _, err1 := a.LstatIfPossible(name); err1 == nil && fi.IsDir() {
+			return nil
+		}
+	}
+	return err
 }
 
-// Remove removes the file or empty directory name.
+// Remove removes the file or empty directory name, as os.Remove does
+// (unlink, then rmdir, and rmdir's error unless that is ENOTDIR): "." is
+// EINVAL, ".." ENOTEMPTY and the root EBUSY, as rmdir gives; with a
+// trailing slash name must be a directory (not a symlink to one).
 func (a *Fs) Remove(name string) error {
-	p, ok := ioPath(name)
+	p, ok := plain(name)
 	if !ok {
-		return escapes("remove", name)
+		var err error
+		if p, err = a.removePath(name); err != nil {
+			return layer.PathError("remove", name, err)
+		}
 	}
 	return fixErr(layer.Remove(a.fsys, p), name, p)
 }
 
-// RemoveAll removes name and everything it contains; a missing name is not
-// an error. The root cannot be removed: RemoveAll("/") fails with EINVAL,
-// as os.RemoveAll does for a path ending in ".".
-func (a *Fs) RemoveAll(name string) error {
-	p, ok := ioPath(name)
-	if !ok {
-		return escapes("RemoveAll", name)
+func (a *Fs) removePath(name string) (string, error) {
+	r, err := a.resolve(name)
+	if err != nil {
+		return "", err
 	}
-	return fixErr(layer.RemoveAll(a.fsys, p), name, p)
+	switch r.last {
+	case lastDot:
+		return "", syscall.EINVAL
+	case lastDotDot:
+		return "", syscall.ENOTEMPTY
+	case lastRoot:
+		return "", syscall.EBUSY
+	}
+	p := r.path()
+	if r.slash {
+		fi, err := fs.Lstat(a.fsys, p)
+		if err != nil {
+			return "", cause(err)
+		}
+		if !fi.IsDir() {
+			return "", syscall.ENOTDIR
+		}
+	}
+	return p, nil
 }
 
-// Rename renames oldname to newname, as os.Rename does.
+// RemoveAll removes name and everything it contains; a missing name is not
+// an error. It follows os.RemoveAll (os/removeall_at.go) beyond the
+// kernel's rules: "" is a no-op, a name ending in "." is EINVAL, and when
+// Remove fails the last element is removed with all it holds from its
+// parent, so that "f/" removes the file f and "d/.." empties d's parent.
+// The root cannot be removed: RemoveAll("/") fails with EINVAL.
+func (a *Fs) RemoveAll(name string) error {
+	if p, ok := plain(name); ok {
+		return fixErr(layer.RemoveAll(a.fsys, p), name, p)
+	}
+	switch {
+	case name == "":
+		return nil
+	case endsWithDot(name) || strings.Trim(name, "/") == "":
+		return layer.PathError("RemoveAll", name, syscall.EINVAL)
+	}
+	err := a.Remove(name)
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	dir, base := splitPath(name)
+	d, fi, err := a.physical(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return layer.PathError("open", dir, err)
+	case !fi.IsDir():
+		return layer.PathError("unlinkat", dir+"/"+base, syscall.ENOTDIR)
+	}
+	switch base {
+	case ".", "..":
+		// os opens the directory base names and removes what it
+		// holds, then fails to rmdir it.
+		if base == ".." {
+			d = parent(d)
+		}
+		entries, err := fs.ReadDir(a.fsys, d)
+		if err != nil {
+			return fixErr(err, dir+"/"+base, d)
+		}
+		for _, e := range entries {
+			p := join(d, e.Name())
+			if err := layer.RemoveAll(a.fsys, p); err != nil {
+				return fixErr(err, dir+"/"+base+"/"+e.Name(), p)
+			}
+		}
+		if base == "." {
+			return layer.PathError("unlinkat", dir+"/"+base, syscall.EINVAL)
+		}
+		return layer.PathError("unlinkat", dir+"/"+base, syscall.ENOTEMPTY)
+	}
+	p := join(d, base)
+	return fixErr(layer.RemoveAll(a.fsys, p), dir+"/"+base, p)
+}
+
+// Rename renames oldname to newname, as os.Rename does: when newname is
+// a directory, it fails with EEXIST unless oldname names that same
+// directory by a different string, and otherwise it does what rename(2)
+// does, which leaves a file or directory renamed onto itself alone.
 func (a *Fs) Rename(oldname, newname string) error {
-	p1, ok1 := ioPath(oldname)
-	p2, ok2 := ioPath(newname)
-	if !ok1 || !ok2 {
-		return layer.LinkError("rename", oldname, newname, errEscapes)
+	p1, ok1 := plain(oldname)
+	p2, ok2 := plain(newname)
+	if !ok1 || !ok2 || (p1 == p2 && oldname != newname) {
+		var err error
+		if p1, p2, err = a.renamePaths(oldname, newname); err != nil || p1 == p2 {
+			return err
+		}
 	}
 	return fixLinkErr(layer.Rename(a.fsys, p1, p2), oldname, p1, newname, p2)
 }
 
+// renamePaths checks a rename as os.Rename and the kernel's
+// do_renameat2 do and returns the two paths to give the layer, equal
+// when the rename has nothing to do.
+func (a *Fs) renamePaths(oldname, newname string) (p1, p2 string, err error) {
+	fail := func(err error) (string, string, error) {
+		return "", "", layer.LinkError("rename", oldname, newname, err)
+	}
+	if np, fi, err := a.lstatPhys(newname); err == nil && fi.IsDir() {
+		op, _, err := a.lstatPhys(oldname)
+		if err != nil {
+			return fail(err)
+		}
+		if oldname == newname || op != np {
+			return fail(syscall.EEXIST)
+		}
+	}
+	r1, err := a.resolve(oldname)
+	if err != nil {
+		return fail(err)
+	}
+	r2, err := a.resolve(newname)
+	if err != nil {
+		return fail(err)
+	}
+	if r1.last != lastNorm || r2.last != lastNorm {
+		return fail(syscall.EBUSY)
+	}
+	p1, p2 = r1.path(), r2.path()
+	fi, err := fs.Lstat(a.fsys, p1)
+	if err != nil {
+		return fail(cause(err))
+	}
+	if !fi.IsDir() && (r1.slash || r2.slash) {
+		return fail(syscall.ENOTDIR)
+	}
+	return p1, p2, nil
+}
+
+// lstatPhys returns what Lstat(name) describes and its io/fs path without
+// symlinks, so that two names of one file give the same path.
+func (a *Fs) lstatPhys(name string) (string, fs.FileInfo, error) {
+	r, err := a.resolve(name)
+	if err != nil {
+		return "", nil, err
+	}
+	if r.last == lastNorm && !r.slash {
+		p := r.path()
+		fi, err := fs.Lstat(a.fsys, p)
+		return p, fi, cause(err)
+	}
+	return a.follow(&r)
+}
+
 // Stat returns a description of name, following symlinks.
 func (a *Fs) Stat(name string) (os.FileInfo, error) {
-	p, ok := ioPath(name)
-	if !ok {
-		return nil, escapes("stat", name)
+	p, err := a.lookup(name)
+	if err != nil {
+		return nil, layer.PathError("stat", name, err)
 	}
 	fi, err := fs.Stat(a.fsys, p)
 	if err != nil {
@@ -147,12 +343,13 @@ func (a *Fs) Stat(name string) (os.FileInfo, error) {
 
 // LstatIfPossible returns a description of name without following a final
 // symlink, and true, when the file system has fs.ReadLinkFS; otherwise it
-// returns Stat's result and false.
+// returns Stat's result and false. A trailing slash follows a final
+// symlink, as it does on Linux.
 func (a *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 	_, can := a.fsys.(fs.ReadLinkFS)
-	p, ok := ioPath(name)
-	if !ok {
-		return nil, can, escapes("lstat", name)
+	p, err := a.lookup(name)
+	if err != nil {
+		return nil, can, layer.PathError("lstat", name, err)
 	}
 	fi, err := fs.Lstat(a.fsys, p)
 	if err != nil {
@@ -163,18 +360,18 @@ func (a *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 
 // Chmod changes the mode of name, following symlinks.
 func (a *Fs) Chmod(name string, mode os.FileMode) error {
-	p, ok := ioPath(name)
-	if !ok {
-		return escapes("chmod", name)
+	p, err := a.lookup(name)
+	if err != nil {
+		return layer.PathError("chmod", name, err)
 	}
 	return fixErr(layer.Chmod(a.fsys, p, mode), name, p)
 }
 
 // Chown changes the owner of name, following symlinks.
 func (a *Fs) Chown(name string, uid, gid int) error {
-	p, ok := ioPath(name)
-	if !ok {
-		return escapes("chown", name)
+	p, err := a.lookup(name)
+	if err != nil {
+		return layer.PathError("chown", name, err)
 	}
 	return fixErr(layer.Chown(a.fsys, p, uid, gid), name, p)
 }
@@ -182,9 +379,9 @@ func (a *Fs) Chown(name string, uid, gid int) error {
 // Chtimes changes the access and modification times of name; a zero
 // time.Time leaves that time as it was, as os.Chtimes does.
 func (a *Fs) Chtimes(name string, atime, mtime time.Time) error {
-	p, ok := ioPath(name)
-	if !ok {
-		return escapes("chtimes", name)
+	p, err := a.lookup(name)
+	if err != nil {
+		return layer.PathError("chtimes", name, err)
 	}
 	return fixErr(layer.Chtimes(a.fsys, p, atime, mtime), name, p)
 }
@@ -192,27 +389,66 @@ func (a *Fs) Chtimes(name string, atime, mtime time.Time) error {
 // SymlinkIfPossible creates newname as a symbolic link to oldname. The
 // target oldname is stored as given: a relative target is resolved from
 // the link's directory, an absolute one from the root of the file system.
+// An empty target is ENOENT whatever newname is, as symlink(2) checks it
+// first.
 func (a *Fs) SymlinkIfPossible(oldname, newname string) error {
-	p, ok := ioPath(newname)
-	if !ok {
-		return layer.LinkError("symlink", oldname, newname, errEscapes)
+	fail := func(err error) error { return layer.LinkError("symlink", oldname, newname, err) }
+	switch {
+	case oldname == "":
+		return fail(syscall.ENOENT)
+	case len(oldname) >= maxPath:
+		return fail(syscall.ENAMETOOLONG)
+	case strings.IndexByte(oldname, 0) >= 0:
+		return fail(syscall.EINVAL)
 	}
 	if _, can := a.fsys.(layer.SymlinkFS); !can {
-		return layer.LinkError("symlink", oldname, newname, errNoSymlink{afero.ErrNoSymlink})
+		return fail(errNoSymlink{afero.ErrNoSymlink})
+	}
+	p, ok := plain(newname)
+	if !ok {
+		r, err := a.resolve(newname)
+		switch {
+		case err != nil:
+			return fail(err)
+		case r.last != lastNorm:
+			return fail(syscall.EEXIST)
+		}
+		p = r.path()
+		if r.slash {
+			// filename_create: an existing name is EEXIST, a
+			// missing one ENOENT, as only mkdir may end in a slash.
+			if _, err := fs.Lstat(a.fsys, p); err == nil {
+				return fail(syscall.EEXIST)
+			} else {
+				return fail(cause(err))
+			}
+		}
 	}
 	return fixLinkErr(layer.Symlink(a.fsys, oldname, p), oldname, oldname, newname, p)
 }
 
-// ReadlinkIfPossible returns the target of the symbolic link name.
+// ReadlinkIfPossible returns the target of the symbolic link name. A
+// trailing slash follows the link, so that it names what the link points
+// to, which is not a link: EINVAL, as on Linux.
 func (a *Fs) ReadlinkIfPossible(name string) (string, error) {
-	p, ok := ioPath(name)
-	if !ok {
-		return "", escapes("readlink", name)
-	}
 	_, can1 := a.fsys.(layer.ReadlinkFS)
 	_, can2 := a.fsys.(fs.ReadLinkFS)
 	if !can1 && !can2 {
 		return "", layer.PathError("readlink", name, errNoSymlink{afero.ErrNoReadlink})
+	}
+	p, ok := plain(name)
+	if !ok {
+		r, err := a.resolve(name)
+		if err == nil && r.last == lastNorm && r.slash {
+			_, _, err = a.follow(&r)
+		}
+		if err == nil && (r.last != lastNorm || r.slash) {
+			err = syscall.EINVAL
+		}
+		if err != nil {
+			return "", layer.PathError("readlink", name, err)
+		}
+		p = r.path()
 	}
 	target, err := layer.Readlink(a.fsys, p)
 	return target, fixErr(err, name, p)

@@ -23,16 +23,10 @@ func seeds(short, long int) int {
 	return long
 }
 
-// osFs returns afero's OsFs rooted at a new temporary directory (under
-// /dev/shm when it is writable, for speed), with symlink targets kept
-// verbatim (see verbatimLinks): the reference every test compares with.
-func osFs(t testing.TB) afero.Fs {
-	dir := tempDir(t)
-	if err := os.Chmod(dir, 0o755); err != nil { // as mem.New's root
-		t.Fatal(err)
-	}
-	return verbatimLinks{afero.NewBasePathFs(afero.NewOsFs(), dir).(*afero.BasePathFs)}
-}
+// osFs returns the reference every test compares with: the Linux kernel
+// through afero's OsFs, with names mapped into a new temporary directory
+// (hostFs).
+func osFs(t testing.TB) afero.Fs { return newHostFs(t) }
 
 // tempDir returns a new temporary directory, on /dev/shm when it is
 // writable, removed when t ends.

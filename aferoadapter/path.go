@@ -3,44 +3,316 @@ package aferoadapter
 import (
 	"io/fs"
 	"os"
-	"path"
 	"strings"
+	"syscall"
 
+	"github.com/packfs/packfs/internal/pathwalk"
 	"github.com/packfs/packfs/layer"
 )
 
-// errEscapes is the error of a path whose ".." elements climb above the
-// root. It matches fs.ErrNotExist, as afero.BasePathFs reports such a path:
-// nothing exists outside the root.
-var errEscapes error = escapeError{}
+// Linux's limits on names and paths.
+const (
+	maxName = 255  // NAME_MAX: bytes in one element
+	maxPath = 4096 // PATH_MAX: bytes in a path, counting its NUL
+)
 
-type escapeError struct{}
-
-func (escapeError) Error() string        { return "path escapes from the root" }
-func (escapeError) Is(target error) bool { return target == fs.ErrNotExist }
-
-// ioPath translates a name as an afero user passes it ("/a/b", "a/b",
-// "./a", "a/", "", "/") into an io/fs path, lexically as afero.BasePathFs
-// does: leading slashes name the root, "." and empty elements and trailing
-// slashes go, ".." removes the element before it. It reports false for a
-// name whose ".." climbs above the root. A name that is already a valid
-// io/fs path, with or without one leading slash, costs no allocation.
-func ioPath(name string) (string, bool) {
-	if fs.ValidPath(name) {
-		return name, true
+// plain returns the io/fs path of name when name needs no resolution: past
+// its leading slashes, a path whose elements are names (no "", "." or
+// "..", no trailing slash) within NAME_MAX and without NUL. That is name
+// itself past the slashes, so a plain name costs no allocation; the layer
+// follows any symlinks in it as the kernel would. Anything else goes
+// through resolve.
+func plain(name string) (string, bool) {
+	i := 0
+	for i < len(name) && name[i] == '/' {
+		i++
 	}
-	rest := strings.TrimLeft(name, "/")
-	if rest == "" {
-		return ".", true
-	}
-	if fs.ValidPath(rest) {
-		return rest, true
-	}
-	c := path.Clean(rest)
-	if c == ".." || strings.HasPrefix(c, "../") {
+	rest := name[i:]
+	if rest == "" || len(name) >= maxPath {
 		return "", false
 	}
-	return c, true
+	start := 0
+	for j := 0; j <= len(rest); j++ {
+		if j < len(rest) {
+			switch rest[j] {
+			case 0:
+				return "", false
+			case '/':
+			default:
+				continue
+			}
+		}
+		switch n := j - start; {
+		case n == 0, n > maxName,
+			n == 1 && rest[start] == '.',
+			n == 2 && rest[start] == '.' && rest[start+1] == '.':
+			return "", false
+		}
+		start = j + 1
+	}
+	return rest, true
+}
+
+// last is the kind of a name's last element, as namei names it.
+type last uint8
+
+const (
+	lastNorm   last = iota // a name
+	lastDot                // "."
+	lastDotDot             // ".."
+	lastRoot               // no element at all: "/", "//"
+)
+
+// resolved is a name walked up to its last element, as the kernel's
+// namei leaves it for the operation to finish.
+type resolved struct {
+	dir   string // the directory of the last element: an io/fs path without symlinks
+	name  string // the last element, for lastNorm
+	last  last
+	slash bool // slashes follow the last element: it must be a directory
+	hops  int  // symlinks followed so far
+}
+
+// path returns the io/fs path of what r names, without following a final
+// symlink: dir/name, dir for ".", its parent for "..".
+func (r *resolved) path() string {
+	switch r.last {
+	case lastNorm:
+		return join(r.dir, r.name)
+	case lastDotDot:
+		return parent(r.dir)
+	}
+	return r.dir
+}
+
+func (r *resolved) setLast(elem string) error {
+	switch elem {
+	case ".":
+		r.last = lastDot
+	case "..":
+		r.last = lastDotDot
+	default:
+		if len(elem) > maxName {
+			return syscall.ENAMETOOLONG
+		}
+		r.last, r.name = lastNorm, elem
+	}
+	return nil
+}
+
+func join(dir, name string) string {
+	if dir == "." {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// parent returns the parent of dir, an io/fs path; the root is its own
+// parent, as in a chroot.
+func parent(dir string) string {
+	i := strings.LastIndexByte(dir, '/')
+	if i < 0 {
+		return "."
+	}
+	return dir[:i]
+}
+
+// elems returns the non-empty elements of name.
+func elems(name string) []string {
+	return strings.FieldsFunc(name, func(r rune) bool { return r == '/' })
+}
+
+// resolve walks name as the kernel does, element by element from the
+// root: each element but the last must be a directory, a symlink there is
+// followed (an absolute target restarts at the root, at most
+// pathwalk.MaxSymlinks of them), "." stays and ".." goes to the parent of
+// the physical directory, the root's being the root. It returns a
+// syscall.Errno for a name the kernel refuses: ENOENT for "", EINVAL for a
+// NUL, ENAMETOOLONG past Linux's limits.
+func (a *Fs) resolve(name string) (resolved, error) {
+	r := resolved{dir: "."}
+	switch {
+	case name == "":
+		return r, syscall.ENOENT
+	case len(name) >= maxPath:
+		return r, syscall.ENAMETOOLONG
+	case strings.IndexByte(name, 0) >= 0:
+		return r, syscall.EINVAL
+	}
+	el := elems(name)
+	if len(el) == 0 {
+		r.last = lastRoot
+		return r, nil
+	}
+	r.slash = name[len(name)-1] == '/'
+	if err := a.walk(&r, el[:len(el)-1]); err != nil {
+		return r, err
+	}
+	return r, r.setLast(el[len(el)-1])
+}
+
+// walk moves r.dir through el, each a directory or a symlink to one.
+func (a *Fs) walk(r *resolved, el []string) error {
+	for len(el) > 0 {
+		e := el[0]
+		el = el[1:]
+		switch e {
+		case ".":
+			continue
+		case "..":
+			r.dir = parent(r.dir)
+			continue
+		}
+		if len(e) > maxName {
+			return syscall.ENAMETOOLONG
+		}
+		p := join(r.dir, e)
+		fi, err := fs.Lstat(a.fsys, p)
+		switch {
+		case err != nil:
+			return cause(err)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, _, err := a.link(r, p)
+			if err != nil {
+				return err
+			}
+			el = append(target[:len(target):len(target)], el...)
+		case fi.IsDir():
+			r.dir = p
+		default:
+			return syscall.ENOTDIR
+		}
+	}
+	return nil
+}
+
+// link reads the symlink p for r: its target's elements, whether the
+// target ends in a slash, and r.dir moved to the root for an absolute one.
+func (a *Fs) link(r *resolved, p string) (el []string, slash bool, err error) {
+	if r.hops++; r.hops > pathwalk.MaxSymlinks {
+		return nil, false, syscall.ELOOP
+	}
+	target, err := layer.Readlink(a.fsys, p)
+	if err != nil {
+		return nil, false, cause(err)
+	}
+	if target == "" {
+		return nil, false, syscall.ENOENT
+	}
+	if target[0] == '/' {
+		r.dir = "."
+	}
+	return elems(target), target[len(target)-1] == '/', nil
+}
+
+// follow finishes r as a lookup that follows a final symlink does, and
+// returns the io/fs path, without symlinks, of what r names, which exists
+// (and is a directory if r.slash says so), and its information.
+func (a *Fs) follow(r *resolved) (string, fs.FileInfo, error) {
+	for {
+		p := r.path()
+		if r.last != lastNorm {
+			fi, err := fs.Stat(a.fsys, p)
+			return p, fi, cause(err)
+		}
+		fi, err := fs.Lstat(a.fsys, p)
+		switch {
+		case err != nil:
+			return "", nil, cause(err)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			el, slash, err := a.link(r, p)
+			if err != nil {
+				return "", nil, err
+			}
+			r.slash = r.slash || slash
+			if len(el) == 0 {
+				r.last = lastRoot
+				continue
+			}
+			if err := a.walk(r, el[:len(el)-1]); err != nil {
+				return "", nil, err
+			}
+			if err := r.setLast(el[len(el)-1]); err != nil {
+				return "", nil, err
+			}
+		case r.slash && !fi.IsDir():
+			return "", nil, syscall.ENOTDIR
+		default:
+			return p, fi, nil
+		}
+	}
+}
+
+// physical resolves name to what it names, following every symlink.
+func (a *Fs) physical(name string) (string, fs.FileInfo, error) {
+	r, err := a.resolve(name)
+	if err != nil {
+		return "", nil, err
+	}
+	return a.follow(&r)
+}
+
+// lookup returns the io/fs path to give the layer for an operation on
+// name that follows a final symlink (stat, chmod...) or, for lstat, does
+// not: a plain name as it is; else the resolved path, with a final
+// symlink followed when a slash demands a directory.
+func (a *Fs) lookup(name string) (string, error) {
+	if p, ok := plain(name); ok {
+		return p, nil
+	}
+	r, err := a.resolve(name)
+	if err != nil {
+		return "", err
+	}
+	if r.last == lastNorm && r.slash {
+		p, _, err := a.follow(&r)
+		return p, err
+	}
+	return r.path(), nil
+}
+
+// cause returns the error an *fs.PathError or *os.LinkError wraps.
+func cause(err error) error {
+	switch e := err.(type) {
+	case *fs.PathError:
+		return e.Err
+	case *os.LinkError:
+		return e.Err
+	}
+	return err
+}
+
+// endsWithDot reports whether name is "." or ends in "/.", which
+// os.RemoveAll refuses.
+func endsWithDot(name string) bool {
+	return name == "." || strings.HasSuffix(name, "/.")
+}
+
+// splitPath splits name into a parent and a last element as os.RemoveAll
+// does (os/removeall_at.go): trailing slashes go, and the parent of a
+// single element is ".".
+func splitPath(name string) (dir, base string) {
+	dir = "."
+	for len(name) > 1 && name[0] == '/' && name[1] == '/' {
+		name = name[1:]
+	}
+	i := len(name) - 1
+	for ; i > 0 && name[i] == '/'; i-- {
+		name = name[:i]
+	}
+	base = name
+	for i--; i >= 0; i-- {
+		if name[i] == '/' {
+			if i == 0 {
+				dir = name[:1]
+			} else {
+				dir = name[:i]
+			}
+			base = name[i+1:]
+			break
+		}
+	}
+	return dir, base
 }
 
 // userPath returns the name an error should report for p, an io/fs path
@@ -104,6 +376,3 @@ func fixLinkErr(err error, user1, clean1, user2, clean2 string) error {
 	}
 	return err
 }
-
-// escapes returns the error of op on a name that climbs above the root.
-func escapes(op, name string) error { return layer.PathError(op, name, errEscapes) }
