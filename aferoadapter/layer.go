@@ -408,6 +408,10 @@ func (l *LayerFS) Symlink(oldname, newname string) error {
 	if err != nil {
 		return layer.LinkError("symlink", oldname, newname, fs.ErrInvalid)
 	}
+	// The target's checks come first, as in symlink(2).
+	if err := layer.CheckSymlink(oldname, newname); err != nil {
+		return layer.LinkError("symlink", oldname, newname, err)
+	}
 	ln, ok := l.fs.(afero.Linker)
 	if !ok {
 		return layer.LinkError("symlink", oldname, newname, errNoSymlink{afero.ErrNoSymlink})

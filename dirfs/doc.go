@@ -62,6 +62,10 @@
 //   - The entries of ReadDir, and of ReadDir on an open directory, lstat
 //     themselves by name through the FS when Info is called, as os's entries
 //     do: an entry renamed in between describes whatever has the name then.
+//   - Names get Linux's checks before anything is resolved: NUL is EINVAL,
+//     a path of 4,096 bytes or more ENAMETOOLONG, and an empty symlink
+//     target ENOENT (see package layer), which os.Root, or a parent
+//     resolved apart from the last element, would not see first.
 //   - Containment does not cover hard links: a file hard-linked into the
 //     tree from outside is inside as far as any kernel is concerned.
 //     Likewise bind mounts below the root are crossed (RESOLVE_NO_XDEV is

@@ -52,6 +52,13 @@
 // leave the offset alone; a read-only handle refuses writes with EBADF. A
 // directory handle lists the entries it held at its first ReadDir.
 //
+// # Names
+//
+// Names are checked at creation by Linux's limits (see package layer,
+// [layer.CheckName]): NUL is EINVAL, an element over 255 bytes or a path
+// or symlink target of 4,096 bytes or more ENAMETOOLONG, an empty symlink
+// target ENOENT.
+//
 // # Symlinks
 //
 // Symlinks are followed inside the layer: an absolute target starts at the
