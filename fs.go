@@ -30,7 +30,8 @@
 //     upper layer over the same lowers.
 //   - Creating a name applies Linux's limits (see package layer's Names)
 //     before anything is copied up, so a refused creation leaves even the
-//     upper layer as it was.
+//     upper layer as it was. Mkdir in a setgid directory, of any layer,
+//     makes a setgid directory, as on Linux.
 //
 // # Concurrency
 //

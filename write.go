@@ -300,6 +300,8 @@ func (u *FS) Mkdir(name string, perm fs.FileMode) error {
 		err = u.makeRoom(dir, n)
 	}
 	if err == nil {
+		// The upper layer's Mkdir makes the new directory setgid when
+		// its parent is: makeRoom has copied the parent up with its mode.
 		err = u.upper.Mkdir(n.path, perm)
 	}
 	if err == nil && n.below {

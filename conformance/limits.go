@@ -1,18 +1,27 @@
 package conformance
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"math"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 )
 
-// The tests of this file check Linux's limits on names: NAME_MAX,
-// PATH_MAX, NUL, and the order in which symlink(2) checks them.
+// The tests of this file check Linux's limits: on names (NAME_MAX,
+// PATH_MAX, NUL), on offsets (the largest file size), and the rules of
+// inherited mode bits.
 
 var (
 	_ = register("NameLimits", testNameLimits)
 	_ = register("SymlinkEmptyTarget", testSymlinkEmptyTarget)
+	_ = register("SetgidMkdir", testSetgidMkdir)
+	_ = register("OffsetsPastMax", testOffsetsPastMax)
+	_ = register("NegativeOffsets", testNegativeOffsets)
 )
 
 // testNameLimits is issue 14, item 6: every writable layer refuses at
@@ -96,4 +105,127 @@ func testSymlinkEmptyTarget(t *testing.T, newFS NewFS, _ *config) {
 	}
 	wantContent(t, fsys, "a/c", "x")
 	wantMissing(t, fsys, "a/new")
+}
+
+// testSetgidMkdir is issue 13, item 2: a directory made in a setgid
+// directory is setgid, as on Linux; a file is not, and Chmod sets exactly
+// the bits it is given.
+func testSetgidMkdir(t *testing.T, newFS NewFS, _ *config) {
+	fsys := newFS(t)
+	mkdir(t, fsys, "g")
+	must(t, "Chmod(g, setgid)", fsys.Chmod("g", fs.ModeSetgid|0o755))
+	wantMode(t, fsys, "g", fs.ModeDir|fs.ModeSetgid|0o755)
+	must(t, "Mkdir(g/c)", fsys.Mkdir("g/c", 0o700))
+	wantMode(t, fsys, "g/c", fs.ModeDir|fs.ModeSetgid|0o700)
+	must(t, "MkdirAll(g/x/y)", fsys.MkdirAll("g/x/y", 0o750))
+	wantMode(t, fsys, "g/x", fs.ModeDir|fs.ModeSetgid|0o750)
+	wantMode(t, fsys, "g/x/y", fs.ModeDir|fs.ModeSetgid|0o750)
+	symlink(t, fsys, "g", "lg")
+	must(t, "Mkdir(lg/v) through a symlink", fsys.Mkdir("lg/v", 0o755))
+	wantMode(t, fsys, "g/v", fs.ModeDir|fs.ModeSetgid|0o755)
+	writeFile(t, fsys, "g/f", "x")
+	wantMode(t, fsys, "g/f", 0o644)
+	f := openFile(t, fsys, "g/f2", os.O_RDWR|os.O_CREATE, 0o600)
+	must(t, "Close", f.Close())
+	wantMode(t, fsys, "g/f2", 0o600)
+
+	// Without a setgid parent, mkdir drops the bit from perm.
+	must(t, "Mkdir(plain, setgid)", fsys.Mkdir("plain", fs.ModeSetgid|fs.ModeSticky|0o755))
+	wantMode(t, fsys, "plain", fs.ModeDir|fs.ModeSticky|0o755)
+	// Chmod sets exactly what it is given.
+	must(t, "Chmod(g/c, 0700)", fsys.Chmod("g/c", 0o700))
+	wantMode(t, fsys, "g/c", fs.ModeDir|0o700)
+	// Rename keeps the mode: the bit is inherited at creation only.
+	must(t, "Rename(g/x, out)", fsys.Rename("g/x", "out"))
+	wantMode(t, fsys, "out", fs.ModeDir|fs.ModeSetgid|0o750)
+	must(t, "Rename(plain, g/in)", fsys.Rename("plain", "g/in"))
+	wantMode(t, fsys, "g/in", fs.ModeDir|fs.ModeSticky|0o755)
+}
+
+// testOffsetsPastMax is issue 13, item 5: a read or write whose end passes
+// the largest offset is refused with EINVAL and changes nothing, whatever
+// the file system's largest file (tmpfs: math.MaxInt64; ext4: 16 TiB, and
+// Seek refuses offsets past it).
+func testOffsetsPastMax(t *testing.T, newFS NewFS, _ *config) {
+	fsys := newFS(t)
+	f := openFile(t, fsys, "f", os.O_RDWR|os.O_CREATE, 0o644)
+	must(t, "WriteString", errOf(f.WriteString("0123456789")))
+	n, err := f.WriteAt([]byte("xy"), math.MaxInt64-1)
+	wantPathErr(t, "WriteAt(xy, MaxInt64-1)", err, classEINVAL, "write", "f")
+	if n != 0 {
+		t.Errorf("WriteAt(xy, MaxInt64-1) = %d bytes, want 0", n)
+	}
+	_, err = f.WriteAt([]byte("x"), math.MaxInt64)
+	wantPathErr(t, "WriteAt(x, MaxInt64)", err, classEINVAL, "write", "f")
+	_, err = f.ReadAt(make([]byte, 1), math.MaxInt64)
+	wantPathErr(t, "ReadAt(1 byte, MaxInt64)", err, classEINVAL, "read", "f")
+	_, err = f.ReadAt(make([]byte, 4), math.MaxInt64-2)
+	wantPathErr(t, "ReadAt(4 bytes, MaxInt64-2)", err, classEINVAL, "read", "f")
+	_, err = f.Seek(math.MaxInt64, io.SeekEnd)
+	wantPathErr(t, "Seek(MaxInt64, io.SeekEnd)", err, classEINVAL, "seek", "f")
+	if off, err := f.Seek(math.MaxInt64, io.SeekStart); err == nil {
+		if off != math.MaxInt64 {
+			t.Errorf("Seek(MaxInt64) = %d, want MaxInt64", off)
+		}
+		n, err := f.Write([]byte("xy"))
+		wantPathErr(t, "Write(xy) at MaxInt64", err, classEINVAL, "write", "f")
+		if n != 0 {
+			t.Errorf("Write(xy) at MaxInt64 = %d bytes, want 0", n)
+		}
+		_, err = f.Read(make([]byte, 1))
+		wantPathErr(t, "Read(1 byte) at MaxInt64", err, classEINVAL, "read", "f")
+		_, err = f.Seek(1, io.SeekCurrent)
+		wantPathErr(t, "Seek(1, io.SeekCurrent) at MaxInt64", err, classEINVAL, "seek", "f")
+	} else {
+		wantPathErr(t, "Seek(MaxInt64)", err, classEINVAL, "seek", "f")
+	}
+	fi, err := f.Stat()
+	must(t, "Stat", err)
+	if fi.Size() != 10 {
+		t.Errorf("size after refused writes = %d, want 10", fi.Size())
+	}
+	wantContent(t, fsys, "f", "0123456789")
+	// Truncate to the largest size: tmpfs allows it, ext4 gives EFBIG.
+	switch err := f.Truncate(math.MaxInt64); {
+	case err == nil:
+		fi, err := f.Stat()
+		must(t, "Stat", err)
+		if fi.Size() != math.MaxInt64 {
+			t.Errorf("size after Truncate(MaxInt64) = %d", fi.Size())
+		}
+		buf := []byte{'?'}
+		if n, err := f.ReadAt(buf, math.MaxInt64-1); n != 1 || err != nil || buf[0] != 0 {
+			t.Errorf("ReadAt(1 byte, MaxInt64-1) after Truncate(MaxInt64) = %d, %v, %q; want a zero byte", n, err, buf)
+		}
+		must(t, "Truncate(10)", f.Truncate(10))
+	case !errors.Is(err, syscall.EFBIG):
+		t.Errorf("Truncate(MaxInt64) = %v, want nil or EFBIG", err)
+	}
+	wantContent(t, fsys, "f", "0123456789")
+}
+
+// testNegativeOffsets checks the errors os gives for negative offsets:
+// ReadAt and WriteAt say "negative offset" (no errno), Seek and Truncate
+// EINVAL; an O_APPEND file refuses WriteAt before looking at the offset.
+func testNegativeOffsets(t *testing.T, newFS NewFS, _ *config) {
+	fsys := newFS(t)
+	f := openFile(t, fsys, "f", os.O_RDWR|os.O_CREATE, 0o644)
+	must(t, "WriteString", errOf(f.WriteString("abc")))
+	for _, p := range [][]byte{nil, []byte("x")} {
+		_, err := f.WriteAt(p, -1)
+		wantPathErr(t, fmt.Sprintf("WriteAt(%d bytes, -1)", len(p)), err, classOther, "writeat", "f")
+		_, err = f.ReadAt(p, -1)
+		wantPathErr(t, fmt.Sprintf("ReadAt(%d bytes, -1)", len(p)), err, classOther, "readat", "f")
+	}
+	_, err := f.Seek(math.MinInt64, io.SeekCurrent)
+	wantPathErr(t, "Seek(MinInt64, io.SeekCurrent)", err, classEINVAL, "seek", "f")
+	wantPathErr(t, "Truncate(-1)", f.Truncate(-1), classEINVAL, "truncate", "f")
+	if off, err := f.Seek(0, io.SeekCurrent); off != 3 || err != nil {
+		t.Errorf("offset after refused calls = %d, %v; want 3", off, err)
+	}
+	a := openFile(t, fsys, "f", os.O_RDWR|os.O_APPEND, 0)
+	if _, err := a.WriteAt([]byte("x"), -1); err == nil || errClass(err) != classOther {
+		t.Errorf("WriteAt(x, -1) on an O_APPEND file = %v, want os's refusal of WriteAt in append mode", err)
+	}
+	wantContent(t, fsys, "f", "abc")
 }

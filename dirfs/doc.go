@@ -66,6 +66,9 @@
 //     a path of 4,096 bytes or more ENAMETOOLONG, and an empty symlink
 //     target ENOENT (see package layer), which os.Root, or a parent
 //     resolved apart from the last element, would not see first.
+//   - Through os.Root, Mkdir with the sticky bit in perm makes the
+//     directory and then sets the bit with a chmod: os.Root.Mkdir refuses
+//     such a perm. A reader may see the directory without it in between.
 //   - Containment does not cover hard links: a file hard-linked into the
 //     tree from outside is inside as far as any kernel is concerned.
 //     Likewise bind mounts below the root are crossed (RESOLVE_NO_XDEV is

@@ -32,3 +32,11 @@ func TestIssue14NameLimitsDirfs(t *testing.T) {
 		conformance.Tests["NameLimits"](t, newFS)
 	})
 }
+
+// TestIssue13SetgidMkdirDirfs is issue 13, item 2, on the host: the
+// os.Root fallback refused a perm with the sticky or setgid bit.
+func TestIssue13SetgidMkdirDirfs(t *testing.T) {
+	eachMode(t, func(t *testing.T, newFS conformance.NewFS) {
+		conformance.Tests["SetgidMkdir"](t, newFS)
+	})
+}

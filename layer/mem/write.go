@@ -291,6 +291,8 @@ func (f *FS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 }
 
 // Mkdir creates the directory name with mode perm; the parent must exist.
+// As on Linux, perm keeps its permission and sticky bits, and the new
+// directory is setgid when its parent is.
 func (f *FS) Mkdir(name string, perm fs.FileMode) error {
 	err := f.update(func(root *entry, now int64) error {
 		if err := layer.CheckPath(name); err != nil {
@@ -306,7 +308,11 @@ func (f *FS) Mkdir(name string, perm fs.FileMode) error {
 		if err := layer.CheckElem(w.base); err != nil {
 			return err
 		}
-		f.link(w.dir, strings.Clone(w.base), f.create(&state{mode: fs.ModeDir | perm&dirModeMask, mtime: now}), now)
+		mode := fs.ModeDir | perm&dirModeMask
+		if w.dir.state().mode&fs.ModeSetgid != 0 {
+			mode |= fs.ModeSetgid
+		}
+		f.link(w.dir, strings.Clone(w.base), f.create(&state{mode: mode, mtime: now}), now)
 		return nil
 	})
 	if err != nil {
