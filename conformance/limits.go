@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,6 +23,8 @@ var (
 	_ = register("SetgidMkdir", testSetgidMkdir)
 	_ = register("OffsetsPastMax", testOffsetsPastMax)
 	_ = register("NegativeOffsets", testNegativeOffsets)
+	_ = register("ReadDirBatchesSorted", testReadDirBatchesSorted)
+	_ = register("ReadDirRenamedHandle", testReadDirRenamedHandle)
 )
 
 // testNameLimits is issue 14, item 6: every writable layer refuses at
@@ -228,4 +231,91 @@ func testNegativeOffsets(t *testing.T, newFS NewFS, _ *config) {
 		t.Errorf("WriteAt(x, -1) on an O_APPEND file = %v, want os's refusal of WriteAt in append mode", err)
 	}
 	wantContent(t, fsys, "f", "abc")
+}
+
+// testReadDirBatchesSorted is issue 13, item 6: every backend lists a
+// directory handle's batches in name order, as ReadDir of the FS does.
+func testReadDirBatchesSorted(t *testing.T, newFS NewFS, _ *config) {
+	fsys := newFS(t)
+	mkdir(t, fsys, "d")
+	var want []string
+	for i := range 60 {
+		// Created out of order, so that no creation order is sorted.
+		name := fmt.Sprintf("e%02d", (i*37)%60)
+		writeFile(t, fsys, "d/"+name, name)
+		want = append(want, name)
+	}
+	slices.Sort(want)
+	d := openFile(t, fsys, "d", os.O_RDONLY, 0)
+	var got []string
+	for {
+		list, err := d.ReadDir(7)
+		for _, e := range list {
+			got = append(got, e.Name())
+		}
+		if err == io.EOF {
+			break
+		}
+		must(t, "ReadDir(7)", err)
+		if len(list) == 0 {
+			t.Fatal("ReadDir(7) returned nothing and no error")
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("ReadDir(7) batches = %v, want %v", got, want)
+	}
+	if _, err := d.Seek(0, io.SeekStart); err != nil {
+		t.Fatalf("Seek(0) of a directory: %v", err)
+	}
+	list, err := d.ReadDir(-1)
+	must(t, "ReadDir(-1) after rewinding", err)
+	got = got[:0]
+	for _, e := range list {
+		got = append(got, e.Name())
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("ReadDir(-1) after rewinding = %v, want %v", got, want)
+	}
+	// A closed handle lists nothing more of what it had read.
+	d2, err := fsys.OpenFile("d", os.O_RDONLY, 0)
+	must(t, "OpenFile(d)", err)
+	if _, err := d2.ReadDir(7); err != nil {
+		t.Fatalf("ReadDir(7): %v", err)
+	}
+	must(t, "Close", d2.Close())
+	_, err = d2.ReadDir(7)
+	wantClass(t, "ReadDir(7) after Close", err, classClosed)
+}
+
+// testReadDirRenamedHandle is issue 13, item 6: the entries a directory
+// handle lists describe themselves relative to the open directory, as
+// os.File.Readdir's do, even once the directory has moved.
+func testReadDirRenamedHandle(t *testing.T, newFS NewFS, _ *config) {
+	fsys := newFS(t)
+	mkdir(t, fsys, "d")
+	writeFile(t, fsys, "d/a", "1")
+	writeFile(t, fsys, "d/b", "22")
+	d := openFile(t, fsys, "d", os.O_RDONLY, 0)
+	must(t, "Rename(d, e)", fsys.Rename("d", "e"))
+	first, err := d.ReadDir(1)
+	must(t, "ReadDir(1)", err)
+	rest, err := d.ReadDir(-1)
+	must(t, "ReadDir(-1)", err)
+	list := append(first, rest...)
+	if len(list) != 2 {
+		t.Fatalf("ReadDir of the renamed directory = %v, want a and b", list)
+	}
+	for i, want := range []struct {
+		name string
+		size int64
+	}{{"a", 1}, {"b", 2}} {
+		fi, err := list[i].Info()
+		if err != nil {
+			t.Errorf("Info of %s after the rename: %v", want.name, err)
+			continue
+		}
+		if fi.Name() != want.name || fi.Size() != want.size {
+			t.Errorf("Info of %s = %s, %d bytes; want %s, %d bytes", want.name, fi.Name(), fi.Size(), want.name, want.size)
+		}
+	}
 }

@@ -42,6 +42,19 @@
 // order Linux applies it: the whole path first, then, once the parent is
 // found, the new element, so that a missing parent is ENOENT first.
 //
+// # Directory listings
+//
+// ReadDir of a layer and ReadDir(n) of its open directory both give
+// entries sorted by name, on every backend: a directory handle takes its
+// listing at its first ReadDir (the host directory backend reads the whole
+// directory then and sorts it) and pages through it, until Seek rewinds
+// it. This is where PackFS differs from os, whose batches come in the
+// kernel's order. An entry's Info describes the file relative to the open
+// directory, as os.File.Readdir's do, so a listing survives a rename of
+// its directory. ReadDir on a closed handle gives an error wrapping
+// [fs.ErrClosed], where os gives a "use of closed file" error that
+// matches no sentinel.
+//
 // # Whiteouts and opaque directories
 //
 // A union of layers hides a lower entry by recording a whiteout in the upper
