@@ -490,8 +490,8 @@ func (f *layerFile) WriteString(s string) (int, error) {
 
 func (f *layerFile) Seek(off int64, whence int) (int64, error) {
 	n, err := f.f.Seek(off, whence)
-	if err == nil {
-		f.dir, f.listed = nil, false // a directory's listing starts anew
+	if err == nil && n == 0 {
+		f.dir, f.listed = nil, false // a rewound directory lists anew
 	}
 	return n, f.fix(err, "seek")
 }

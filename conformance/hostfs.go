@@ -295,8 +295,8 @@ func (f *hostFile) WriteString(s string) (int, error) {
 
 func (f *hostFile) Seek(off int64, whence int) (int64, error) {
 	n, err := f.f.Seek(off, whence)
-	if err == nil {
-		f.dir, f.listed = nil, false // os rewinds a directory's listing
+	if err == nil && n == 0 {
+		f.dir, f.listed = nil, false // a rewound directory lists anew
 	}
 	return n, f.h.strip(err)
 }

@@ -67,12 +67,14 @@
 //     rename of the directory loses none of them; after Close, by name.
 //   - ReadDir(n) on an open directory gives its batches sorted by name, as
 //     every PackFS backend does and os does not: the first call reads the
-//     whole directory and sorts it, later calls page through that listing,
-//     and Seek starts it anew. Listing 100,000 entries 100 at a time took
-//     the time os.File.ReadDir(100) in the kernel's order takes, within
-//     noise (256-361 ms against 286-379 ms on tmpfs on our test machine),
-//     and allocated 21 MB against 12 MB, since the whole listing is held
-//     from the first batch (BenchmarkReadDirBatches). On a closed
+//     whole directory and sorts it, later calls page through that
+//     listing, and a Seek to offset 0 lists it anew. Listing 100,000
+//     entries 100 at a time took the time os.File.ReadDir(100) in the
+//     kernel's order takes, within noise (256-361 ms against 286-379 ms on
+//     tmpfs on our test machine), and allocated 21 MB against 12 MB, since
+//     the whole listing is held from the first batch
+//     (BenchmarkReadDirBatches). ReadDir(n <= 0) with nothing left gives
+//     an empty slice, not nil, as os does. On a closed
 //     directory ReadDir gives an error wrapping fs.ErrClosed.
 //   - Names get Linux's checks before anything is resolved: NUL is EINVAL,
 //     a path of 4,096 bytes or more ENAMETOOLONG, and an empty symlink

@@ -84,8 +84,9 @@ func (f *file) Seek(off int64, whence int) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n, err := f.f.Seek(off, whence)
-	if err == nil {
-		// As os does, any seek of a directory starts its listing anew.
+	if err == nil && n == 0 {
+		// Rewinding a directory starts its listing anew. Another seek
+		// (say Seek(0, io.SeekCurrent), asking where it is) keeps it.
 		f.dir, f.listed = nil, false
 	}
 	return n, f.fix(err)
@@ -136,6 +137,9 @@ func (f *file) ReadDir(n int) ([]fs.DirEntry, error) {
 	f.dir = f.dir[k:]
 	if len(f.dir) == 0 {
 		f.dir = nil // let the listing go
+	}
+	if list == nil {
+		list = []fs.DirEntry{} // as os: an empty slice, not nil
 	}
 	return list, nil
 }
