@@ -28,6 +28,10 @@
 //     EXDEV. A directory with lower contents is copied up whole first.
 //   - [FS.Snapshot] returns an immutable union in O(1): a snapshot of the
 //     upper layer over the same lowers.
+//   - Creating a name applies Linux's limits (see package layer's Names)
+//     before anything is copied up, so a refused creation leaves even the
+//     upper layer as it was. Mkdir in a setgid directory, of any layer,
+//     makes a setgid directory, as on Linux.
 //
 // # Concurrency
 //

@@ -1,7 +1,9 @@
 package packfs
 
 import (
+	"errors"
 	"io/fs"
+	"path"
 	"strings"
 	"syscall"
 
@@ -43,6 +45,12 @@ func (u *FS) Rename(oldname, newname string) error {
 
 // rename checks in the order os and Linux do, so that errors are theirs.
 func (u *FS) rename(oldname, newname string) error {
+	if err := layer.CheckPath(oldname); err != nil {
+		return err
+	}
+	if err := layer.CheckPath(newname); err != nil {
+		return err
+	}
 	ndir, dst, nerr := u.walk(newname, false)
 	odir, src, err := u.walk(oldname, false)
 	if nerr == nil && dst.isDir() {
@@ -61,6 +69,11 @@ func (u *FS) rename(oldname, newname string) error {
 		return err
 	}
 	if nerr != nil {
+		if errors.Is(nerr, syscall.ENAMETOOLONG) && !src.exists() && layer.CheckName(path.Dir(newname)) == nil {
+			// A new last element too long to look up (in a lower) comes
+			// after a missing oldname, as in rename(2).
+			return syscall.ENOENT
+		}
 		return nerr
 	}
 	if odir == nil || ndir == nil {
@@ -68,6 +81,11 @@ func (u *FS) rename(oldname, newname string) error {
 	}
 	if !src.exists() {
 		return syscall.ENOENT
+	}
+	if !dst.exists() {
+		if err := layer.CheckElem(path.Base(dst.path)); err != nil {
+			return err
+		}
 	}
 	if within(dst.path, src.path) && dst.path != src.path {
 		return syscall.EINVAL // into its own subtree

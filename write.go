@@ -64,6 +64,9 @@ func (u *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 		}
 		return lf, nil
 	}
+	if err := layer.CheckPath(name); err != nil {
+		return nil, layer.PathError("open", name, err)
+	}
 	upper, err := u.writable("open", name)
 	if err != nil {
 		return nil, err
@@ -91,6 +94,9 @@ func (u *FS) prepareOpen(dir, n *node, flag int) error {
 	if !n.exists() {
 		if flag&os.O_CREATE == 0 {
 			return syscall.ENOENT
+		}
+		if err := layer.CheckElem(path.Base(n.path)); err != nil {
+			return err
 		}
 		return u.makeRoom(dir, n)
 	}
@@ -267,6 +273,11 @@ func (u *FS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 // Mkdir creates the directory name. Made where a lower layer's entry was
 // removed, it is opaque: what the lowers hold there stays hidden.
 func (u *FS) Mkdir(name string, perm fs.FileMode) error {
+	if fs.ValidPath(name) {
+		if err := layer.CheckPath(name); err != nil {
+			return layer.PathError("mkdir", name, err)
+		}
+	}
 	if m, rest, ok := u.mounted(name); ok {
 		if rest == "." {
 			return layer.PathError("mkdir", name, syscall.EEXIST)
@@ -283,9 +294,14 @@ func (u *FS) Mkdir(name string, perm fs.FileMode) error {
 		err = syscall.EEXIST
 	}
 	if err == nil {
+		err = layer.CheckElem(path.Base(n.path))
+	}
+	if err == nil {
 		err = u.makeRoom(dir, n)
 	}
 	if err == nil {
+		// The upper layer's Mkdir makes the new directory setgid when
+		// its parent is: makeRoom has copied the parent up with its mode.
 		err = u.upper.Mkdir(n.path, perm)
 	}
 	if err == nil && n.below {
@@ -419,6 +435,13 @@ func (u *FS) Whiteout(name string) error {
 
 // Symlink creates newname as a symbolic link to oldname.
 func (u *FS) Symlink(oldname, newname string) error {
+	if fs.ValidPath(newname) {
+		// The target's checks come first, as in symlink(2): an empty
+		// target is ENOENT whatever newname is.
+		if err := layer.CheckSymlink(oldname, newname); err != nil {
+			return layer.LinkError("symlink", oldname, newname, err)
+		}
+	}
 	if m, rest, ok := u.mounted(newname); ok {
 		if err := layer.Symlink(m, oldname, rest); err != nil {
 			return layer.LinkError("symlink", oldname, newname, bareUnsupported(err))
@@ -433,6 +456,9 @@ func (u *FS) Symlink(oldname, newname string) error {
 	dir, n, err := u.walk(newname, false)
 	if err == nil && (n.exists() || dir == nil) {
 		err = syscall.EEXIST
+	}
+	if err == nil {
+		err = layer.CheckElem(path.Base(n.path))
 	}
 	if err == nil {
 		err = u.makeRoom(dir, n)

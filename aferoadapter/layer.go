@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -408,6 +409,10 @@ func (l *LayerFS) Symlink(oldname, newname string) error {
 	if err != nil {
 		return layer.LinkError("symlink", oldname, newname, fs.ErrInvalid)
 	}
+	// The target's checks come first, as in symlink(2).
+	if err := layer.CheckSymlink(oldname, newname); err != nil {
+		return layer.LinkError("symlink", oldname, newname, err)
+	}
 	ln, ok := l.fs.(afero.Linker)
 	if !ok {
 		return layer.LinkError("symlink", oldname, newname, errNoSymlink{afero.ErrNoSymlink})
@@ -438,6 +443,10 @@ type layerFile struct {
 	f    afero.File
 	l    *LayerFS
 	name string // the io/fs name given to OpenFile
+	// dir holds a directory's entries not yet returned, sorted, from the
+	// first ReadDir until a Seek; listed says the listing was taken.
+	dir    []fs.DirEntry
+	listed bool
 }
 
 var _ layer.File = (*layerFile)(nil)
@@ -481,24 +490,47 @@ func (f *layerFile) WriteString(s string) (int, error) {
 
 func (f *layerFile) Seek(off int64, whence int) (int64, error) {
 	n, err := f.f.Seek(off, whence)
+	if err == nil && n == 0 {
+		f.dir, f.listed = nil, false // a rewound directory lists anew
+	}
 	return n, f.fix(err, "seek")
 }
 
 func (f *layerFile) Truncate(size int64) error { return f.fix(f.f.Truncate(size), "truncate") }
 func (f *layerFile) Sync() error               { return f.fix(f.f.Sync(), "sync") }
-func (f *layerFile) Close() error              { return f.fix(f.f.Close(), "close") }
 
-// ReadDir reads the directory's next n entries, through the afero file's
-// own ReadDir when it has one and its Readdir otherwise.
+// Close closes the file; a later ReadDir asks the closed afero file again,
+// and gets its error, rather than the listing's rest.
+func (f *layerFile) Close() error {
+	f.dir, f.listed = nil, false
+	return f.fix(f.f.Close(), "close")
+}
+
+// ReadDir reads the directory's next n entries sorted by name, the rule
+// of every PackFS backend: the first call lists the whole directory
+// through the afero file's Readdir, whose infos (on the OS: lstat relative
+// to the open directory) survive a rename of the directory, and sorts it.
 func (f *layerFile) ReadDir(n int) ([]fs.DirEntry, error) {
-	if rd, ok := f.f.(fs.ReadDirFile); ok {
-		list, err := rd.ReadDir(n)
-		return list, f.fix(err, "readdirent")
+	if !f.listed {
+		infos, err := f.f.Readdir(-1)
+		if err != nil {
+			return nil, f.fix(err, "readdirent")
+		}
+		slices.SortFunc(infos, func(a, b fs.FileInfo) int { return strings.Compare(a.Name(), b.Name()) })
+		f.dir = make([]fs.DirEntry, len(infos))
+		for i, fi := range infos {
+			f.dir[i] = fs.FileInfoToDirEntry(fi)
+		}
+		f.listed = true
 	}
-	infos, err := f.f.Readdir(n)
-	list := make([]fs.DirEntry, len(infos))
-	for i, fi := range infos {
-		list[i] = fs.FileInfoToDirEntry(fi)
+	k := len(f.dir)
+	if n > 0 {
+		if k == 0 {
+			return nil, io.EOF
+		}
+		k = min(k, n)
 	}
-	return list, f.fix(err, "readdirent")
+	list := f.dir[:k:k]
+	f.dir = f.dir[k:]
+	return list, nil
 }

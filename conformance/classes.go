@@ -23,6 +23,7 @@ const (
 	classLoop        = "ELOOP"
 	classBadFD       = "EBADF"
 	classEINVAL      = "EINVAL"
+	classNameTooLong = "ENAMETOOLONG"
 	classNotExist    = "ErrNotExist"
 	classExist       = "ErrExist"
 	classInvalid     = "ErrInvalid"
@@ -51,6 +52,8 @@ func errClass(err error) string {
 		return classBadFD
 	case errors.Is(err, syscall.EINVAL):
 		return classEINVAL
+	case errors.Is(err, syscall.ENAMETOOLONG):
+		return classNameTooLong
 	case errors.Is(err, fs.ErrNotExist):
 		return classNotExist
 	case errors.Is(err, fs.ErrExist):

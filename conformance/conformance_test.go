@@ -40,7 +40,10 @@ func TestHost(t *testing.T) {
 func TestRoot(t *testing.T) {
 	Run(t, newRootFS,
 		Skip("SymlinkChain", "os.Root follows at most 8 symlinks (Linux: 40)"),
-		Skip("TestFS", "the read checks on os are TestHost's and TestReadOnly's; os.Root adds nothing to them but minutes"))
+		Skip("TestFS", "the read checks on os are TestHost's and TestReadOnly's; os.Root adds nothing to them but minutes"),
+		Skip("NameLimits", "os.Root resolves a name element by element, so a path past PATH_MAX is ENOENT at its first missing element"),
+		Skip("SymlinkEmptyTarget", "os.Root resolves newname's parent before symlinkat sees the empty target"),
+		Skip("SetgidMkdir", "os.Root.Mkdir refuses mode bits other than the permission bits"))
 }
 
 func TestReadOnly(t *testing.T) {

@@ -2,8 +2,10 @@ package conformance
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -251,6 +253,10 @@ type hostFile struct {
 	f    *os.File
 	h    *hostFS
 	name string
+	// dir holds a directory's entries not yet returned, sorted, from the
+	// first ReadDir until a Seek.
+	dir    []fs.DirEntry
+	listed bool
 }
 
 var _ layer.File = (*hostFile)(nil)
@@ -289,16 +295,46 @@ func (f *hostFile) WriteString(s string) (int, error) {
 
 func (f *hostFile) Seek(off int64, whence int) (int64, error) {
 	n, err := f.f.Seek(off, whence)
+	if err == nil && n == 0 {
+		f.dir, f.listed = nil, false // a rewound directory lists anew
+	}
 	return n, f.h.strip(err)
 }
 
 func (f *hostFile) Truncate(size int64) error { return f.h.strip(f.f.Truncate(size)) }
 func (f *hostFile) Sync() error               { return f.h.strip(f.f.Sync()) }
-func (f *hostFile) Close() error              { return f.h.strip(f.f.Close()) }
 
+func (f *hostFile) Close() error {
+	f.dir, f.listed = nil, false // ReadDir asks the closed file again
+	return f.h.strip(f.f.Close())
+}
+
+// ReadDir gives the batches in name order, the rule of every PackFS
+// backend, and its entries' infos as os.File.Readdir takes them: relative
+// to the open directory, so that they survive its rename.
 func (f *hostFile) ReadDir(n int) ([]fs.DirEntry, error) {
-	list, err := f.f.ReadDir(n)
-	return list, f.h.strip(err)
+	if !f.listed {
+		infos, err := f.f.Readdir(-1)
+		if err != nil {
+			return nil, f.h.strip(err)
+		}
+		slices.SortFunc(infos, func(a, b fs.FileInfo) int { return strings.Compare(a.Name(), b.Name()) })
+		f.dir = make([]fs.DirEntry, len(infos))
+		for i, fi := range infos {
+			f.dir[i] = fs.FileInfoToDirEntry(fi)
+		}
+		f.listed = true
+	}
+	k := len(f.dir)
+	if n > 0 {
+		if k == 0 {
+			return nil, io.EOF
+		}
+		k = min(k, n)
+	}
+	list := f.dir[:k:k]
+	f.dir = f.dir[k:]
+	return list, nil
 }
 
 // isRoot reports whether the process runs as root, which permission bits do

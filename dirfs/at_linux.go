@@ -220,7 +220,7 @@ func (a *atImpl) readDir(name string) ([]fs.DirEntry, error) {
 	list, err := f.ReadDir(-1)
 	// Sort before wrapping, so that comparisons call os's Name directly.
 	slices.SortFunc(list, byName)
-	return wrapEntries(list, a.fsys, name), err
+	return wrapEntries(list, a.fsys, name, nil), err
 }
 
 func (a *atImpl) mkdir(name string, perm fs.FileMode) error {
@@ -591,4 +591,24 @@ func sameFile(a, b fs.FileInfo) bool {
 	sa, ok1 := a.Sys().(*syscall.Stat_t)
 	sb, ok2 := b.Sys().(*syscall.Stat_t)
 	return ok1 && ok2 && sa.Dev == sb.Dev && sa.Ino == sb.Ino
+}
+
+// statAt lstats the entry name of the open directory f relative to its
+// descriptor. ok is false when f is closed: the descriptor is gone.
+func (f *file) statAt(name string) (fi fs.FileInfo, ok bool, err error) {
+	rc, cerr := f.f.SyscallConn()
+	if cerr != nil {
+		return nil, false, nil
+	}
+	var st unix.Stat_t
+	cerr = rc.Control(func(fd uintptr) {
+		err = retry(func() error { return unix.Fstatat(int(fd), name, &st, unix.AT_SYMLINK_NOFOLLOW) })
+	})
+	if cerr != nil {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, true, &fs.PathError{Op: "lstat", Path: path.Join(f.name, name), Err: err}
+	}
+	return newFileInfo(name, &st), true, nil
 }

@@ -59,9 +59,30 @@
 //
 //   - The root itself is opened by its host path once, in New; replacing the
 //     root directory afterwards does not move the FS.
-//   - The entries of ReadDir, and of ReadDir on an open directory, lstat
-//     themselves by name through the FS when Info is called, as os's entries
-//     do: an entry renamed in between describes whatever has the name then.
+//   - The entries of ReadDir lstat themselves by name through the FS when
+//     Info is called, as os's entries do: an entry renamed in between
+//     describes whatever has the name then. The entries of ReadDir on an
+//     open directory lstat themselves relative to that directory while it
+//     is open (fstatat on its descriptor), as os.File.Readdir's do, so a
+//     rename of the directory loses none of them; after Close, by name.
+//   - ReadDir(n) on an open directory gives its batches sorted by name, as
+//     every PackFS backend does and os does not: the first call reads the
+//     whole directory and sorts it, later calls page through that
+//     listing, and a Seek to offset 0 lists it anew. Listing 100,000
+//     entries 100 at a time took the time os.File.ReadDir(100) in the
+//     kernel's order takes, within noise (256-361 ms against 286-379 ms on
+//     tmpfs on our test machine), and allocated 21 MB against 12 MB, since
+//     the whole listing is held from the first batch
+//     (BenchmarkReadDirBatches). ReadDir(n <= 0) with nothing left gives
+//     an empty slice, not nil, as os does. On a closed
+//     directory ReadDir gives an error wrapping fs.ErrClosed.
+//   - Names get Linux's checks before anything is resolved: NUL is EINVAL,
+//     a path of 4,096 bytes or more ENAMETOOLONG, and an empty symlink
+//     target ENOENT (see package layer), which os.Root, or a parent
+//     resolved apart from the last element, would not see first.
+//   - Through os.Root, Mkdir with the sticky bit in perm makes the
+//     directory and then sets the bit with a chmod: os.Root.Mkdir refuses
+//     such a perm. A reader may see the directory without it in between.
 //   - Containment does not cover hard links: a file hard-linked into the
 //     tree from outside is inside as far as any kernel is concerned.
 //     Likewise bind mounts below the root are crossed (RESOLVE_NO_XDEV is

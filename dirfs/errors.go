@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/packfs/packfs/layer"
 )
 
 // ErrEscapes is wrapped by the error of any operation whose path would leave
@@ -26,11 +28,17 @@ func (escapeInvalid) Is(target error) bool {
 
 // checkPath validates name as an io/fs path. It returns the error os-style
 // callers see for a path the layer refuses to resolve, nil when name is valid.
+// Past that, it applies Linux's checks on a whole path (layer.CheckPath: a
+// NUL byte is EINVAL, PATH_MAX bytes or more ENAMETOOLONG), which os.Root
+// and a parent resolved apart from its last element would not see.
 func checkPath(op, name string) error {
-	if fs.ValidPath(name) {
-		return nil
+	if !fs.ValidPath(name) {
+		return &fs.PathError{Op: op, Path: name, Err: invalidErr(name)}
 	}
-	return &fs.PathError{Op: op, Path: name, Err: invalidErr(name)}
+	if err := layer.CheckPath(name); err != nil {
+		return &fs.PathError{Op: op, Path: name, Err: err}
+	}
+	return nil
 }
 
 // invalidErr tells an escaping name from a merely malformed one.
@@ -52,6 +60,13 @@ func checkLink(op, oldname, newname string) error {
 	}
 	if !fs.ValidPath(newname) {
 		return &os.LinkError{Op: op, Old: oldname, New: newname, Err: invalidErr(newname)}
+	}
+	err := layer.CheckPath(oldname)
+	if err == nil {
+		err = layer.CheckPath(newname)
+	}
+	if err != nil {
+		return &os.LinkError{Op: op, Old: oldname, New: newname, Err: err}
 	}
 	return nil
 }

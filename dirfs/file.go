@@ -2,10 +2,13 @@ package dirfs
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/packfs/packfs/layer"
 )
@@ -20,6 +23,14 @@ type file struct {
 	name string
 	host string // host path f is named by, stripped from errors; "" when f is named name
 	fsys *FS
+
+	mu     sync.Mutex // guards what follows
+	closed bool
+	// dir holds a directory's entries not yet returned, sorted by name,
+	// from the first ReadDir until a Seek rewinds it; listed says that
+	// the listing was taken.
+	dir    []fs.DirEntry
+	listed bool
 }
 
 var _ layer.File = (*file)(nil)
@@ -70,46 +81,99 @@ func (f *file) WriteString(s string) (int, error) {
 }
 
 func (f *file) Seek(off int64, whence int) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	n, err := f.f.Seek(off, whence)
+	if err == nil && n == 0 {
+		// Rewinding a directory starts its listing anew. Another seek
+		// (say Seek(0, io.SeekCurrent), asking where it is) keeps it.
+		f.dir, f.listed = nil, false
+	}
 	return n, f.fix(err)
 }
 
 func (f *file) Truncate(size int64) error { return f.fix(f.f.Truncate(size)) }
 func (f *file) Sync() error               { return f.fix(f.f.Sync()) }
-func (f *file) Close() error              { return f.fix(f.f.Close()) }
 
-// ReadDir reads the directory's entries as os.File.ReadDir does.
+func (f *file) Close() error {
+	f.mu.Lock()
+	f.closed, f.dir = true, nil
+	f.mu.Unlock()
+	return f.fix(f.f.Close())
+}
+
+// ReadDir reads the directory's next n entries as [fs.ReadDirFile]
+// specifies, sorted by name as every PackFS backend gives them: the first
+// call reads the whole directory and sorts it, later calls page through
+// that listing. An entry's Info lstats it relative to the open directory
+// while the file is open, as os.File.Readdir does, so that it survives a
+// rename of the directory; after Close, by name.
 func (f *file) ReadDir(n int) ([]fs.DirEntry, error) {
-	list, err := f.f.ReadDir(n)
-	if f.host == "" {
-		list = wrapEntries(list, f.fsys, f.name)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, &fs.PathError{Op: "readdirent", Path: f.name, Err: fs.ErrClosed}
 	}
-	return list, f.fix(err)
+	if !f.listed {
+		list, err := f.f.ReadDir(-1)
+		if err != nil {
+			return nil, f.fix(err)
+		}
+		// Sort before wrapping, so that comparisons call os's Name directly.
+		slices.SortFunc(list, byName)
+		if f.host == "" {
+			list = wrapEntries(list, f.fsys, f.name, f)
+		}
+		f.dir, f.listed = list, true
+	}
+	k := len(f.dir)
+	if n > 0 {
+		if k == 0 {
+			return nil, io.EOF
+		}
+		k = min(k, n)
+	}
+	list := f.dir[:k:k]
+	f.dir = f.dir[k:]
+	if len(f.dir) == 0 {
+		f.dir = nil // let the listing go
+	}
+	if list == nil {
+		list = []fs.DirEntry{} // as os: an empty slice, not nil
+	}
+	return list, nil
 }
 
 // dirEntry is an entry of a directory read through a descriptor: its Info
-// lstats the entry through the FS, lazily, as os.ReadDir's entries do by
-// path.
+// lstats the entry lazily, relative to the directory's open file h when
+// there is one and it is still open, and else through the FS by name, as
+// os.ReadDir's entries do.
 type dirEntry struct {
 	fs.DirEntry
 	fsys *FS
 	dir  string
+	h    *file
 }
 
 func (d *dirEntry) Info() (fs.FileInfo, error) {
+	if d.h != nil {
+		if fi, ok, err := d.h.statAt(d.Name()); ok {
+			return fi, err
+		}
+	}
 	return d.fsys.Lstat(path.Join(d.dir, d.Name()))
 }
 
 func (d *dirEntry) String() string { return fs.FormatDirEntry(d) }
 
 // wrapEntries wraps list in place with one allocation for all entries.
-func wrapEntries(list []fs.DirEntry, fsys *FS, dir string) []fs.DirEntry {
+func wrapEntries(list []fs.DirEntry, fsys *FS, dir string, h *file) []fs.DirEntry {
 	if fsys == nil || len(list) == 0 {
 		return list
 	}
 	wrapped := make([]dirEntry, len(list))
 	for i, e := range list {
-		wrapped[i] = dirEntry{DirEntry: e, fsys: fsys, dir: dir}
+		wrapped[i] = dirEntry{DirEntry: e, fsys: fsys, dir: dir, h: h}
 		list[i] = &wrapped[i]
 	}
 	return list

@@ -353,6 +353,11 @@ func (f *FS) Symlink(oldname, newname string) error {
 	if !fs.ValidPath(newname) {
 		return &os.LinkError{Op: "symlink", Old: oldname, New: newname, Err: invalidErr(newname)}
 	}
+	// The target's checks come before newname is resolved, as in
+	// symlink(2): an empty target is ENOENT whatever newname is.
+	if err := layer.CheckSymlink(oldname, newname); err != nil {
+		return &os.LinkError{Op: "symlink", Old: oldname, New: newname, Err: err}
+	}
 	if f.readOnly {
 		return &os.LinkError{Op: "symlink", Old: oldname, New: newname, Err: syscall.EROFS}
 	}

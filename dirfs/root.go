@@ -78,8 +78,22 @@ func (r *rootImpl) readDir(name string) ([]fs.DirEntry, error) {
 	return list, err
 }
 
+// mkdir makes name as mkdir(2) does, which os.Root.Mkdir refuses to do for
+// a perm with more than permission bits: setuid and setgid in perm mean
+// nothing to mkdir (a directory is setgid when its parent is, which the
+// kernel sees to), and the sticky bit is set by a chmod right after.
 func (r *rootImpl) mkdir(name string, perm fs.FileMode) error {
-	return osOp(r.root.Mkdir(name, perm), "mkdir")
+	if err := r.root.Mkdir(name, perm&fs.ModePerm); err != nil {
+		return osOp(err, "mkdir")
+	}
+	if perm&fs.ModeSticky == 0 {
+		return nil
+	}
+	fi, err := r.root.Lstat(name)
+	if err == nil {
+		err = r.root.Chmod(name, fi.Mode()&(fs.ModePerm|fs.ModeSetgid)|fs.ModeSticky)
+	}
+	return osOp(err, "mkdir")
 }
 
 func (r *rootImpl) remove(name string) error {

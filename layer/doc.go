@@ -29,6 +29,32 @@
 // [syscall.EXDEV] or [syscall.EBADF]. Test them with [errors.Is]; the errno
 // values match the fs.Err* sentinels the way they do for os.
 //
+// # Names
+//
+// Every writable layer applies Linux's limits when it creates a name (open
+// with O_CREATE, Mkdir, Symlink, Rename's new name, Whiteout), with
+// Linux's errors: a NUL byte is syscall.EINVAL (os refuses it before any
+// system call), an element over [NameMax] (255) bytes or a path of
+// [PathMax] (4,096) bytes or more is syscall.ENAMETOOLONG, and so is a
+// symlink target of PathMax bytes or more; an empty target is
+// syscall.ENOENT before the new name is looked at. [CheckName],
+// [CheckPath], [CheckElem] and [CheckSymlink] are that one rule, in the
+// order Linux applies it: the whole path first, then, once the parent is
+// found, the new element, so that a missing parent is ENOENT first.
+//
+// # Directory listings
+//
+// ReadDir of a layer and ReadDir(n) of its open directory both give
+// entries sorted by name, on every backend: a directory handle takes its
+// listing at its first ReadDir (the host directory backend reads the whole
+// directory then and sorts it) and pages through it, until Seek rewinds
+// it. This is where PackFS differs from os, whose batches come in the
+// kernel's order. An entry's Info describes the file relative to the open
+// directory, as os.File.Readdir's do, so a listing survives a rename of
+// its directory. ReadDir on a closed handle gives an error wrapping
+// [fs.ErrClosed], where os gives a "use of closed file" error that
+// matches no sentinel.
+//
 // # Whiteouts and opaque directories
 //
 // A union of layers hides a lower entry by recording a whiteout in the upper

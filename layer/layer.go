@@ -11,7 +11,8 @@ import (
 //
 // ReadAt and WriteAt do not move the offset. Writes on a file opened without
 // write access fail with an error wrapping syscall.EBADF. ReadDir reads a
-// directory's entries as [fs.ReadDirFile] specifies.
+// directory's entries as [fs.ReadDirFile] specifies, sorted by name (see
+// the package documentation).
 type File interface {
 	fs.ReadDirFile
 	io.ReaderAt

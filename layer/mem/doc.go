@@ -52,6 +52,22 @@
 // leave the offset alone; a read-only handle refuses writes with EBADF. A
 // directory handle lists the entries it held at its first ReadDir.
 //
+// Offsets follow tmpfs: a file may hold up to math.MaxInt64 bytes, and a
+// read or write whose end would pass that is refused with EINVAL before it
+// does anything (as Linux refuses one whose end overflows a 64-bit
+// offset); Seek and Truncate accept any offset up to math.MaxInt64. A
+// negative offset is EINVAL for Seek and Truncate and, as with os, a
+// "negative offset" error for ReadAt and WriteAt.
+//
+// # Names and modes
+//
+// Names are checked at creation by Linux's limits (see package layer,
+// [layer.CheckName]): NUL is EINVAL, an element over 255 bytes or a path
+// or symlink target of 4,096 bytes or more ENAMETOOLONG, an empty symlink
+// target ENOENT. Mkdir keeps the permission and sticky bits of perm, and,
+// as on Linux, makes the new directory setgid when its parent is; files
+// do not inherit the bit, and Chmod sets exactly the bits it is given.
+//
 // # Symlinks
 //
 // Symlinks are followed inside the layer: an absolute target starts at the

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"sync"
 	"syscall"
@@ -113,6 +114,9 @@ func (h *file) readAt(op string, p []byte, off int64) (int, error) {
 	if e.isDir() {
 		return 0, layer.PathError(op, h.name, errIsDir)
 	}
+	if pastMax(off, len(p)) {
+		return 0, layer.PathError(op, h.name, errInvalid)
+	}
 	n := e.data.readAt(p, off)
 	if n < len(p) {
 		return n, io.EOF
@@ -168,7 +172,7 @@ func (h *file) writeAt(op string, p []byte, off int64, appending bool) (int, err
 		off = s.size()
 		h.off = off
 	}
-	if !s.isRegular() {
+	if !s.isRegular() || pastMax(off, len(p)) {
 		return 0, layer.PathError(op, h.name, errInvalid)
 	}
 	ns := s.with()
@@ -177,6 +181,11 @@ func (h *file) writeAt(op string, p []byte, off int64, appending bool) (int, err
 	f.set(h.ino, ns)
 	return len(p), nil
 }
+
+// pastMax reports whether n bytes at off end past math.MaxInt64, the
+// largest file size, as on tmpfs: Linux refuses such a read or write with
+// EINVAL before it looks at the file.
+func pastMax(off int64, n int) bool { return off > math.MaxInt64-int64(n) }
 
 func (h *file) Seek(offset int64, whence int) (int64, error) {
 	h.mu.Lock()

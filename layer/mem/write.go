@@ -3,6 +3,7 @@ package mem
 import (
 	"io/fs"
 	"os"
+	"path"
 	"strings"
 	"syscall"
 	"time"
@@ -209,6 +210,9 @@ func checkOpen(s *state, flag int) error {
 
 // open creates or truncates name as flag asks and returns its entry.
 func (f *FS) open(root *entry, name string, flag int, perm fs.FileMode, now int64) (*entry, error) {
+	if err := layer.CheckPath(name); err != nil {
+		return nil, err
+	}
 	excl := flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0
 	w, err := walk(root, name, !excl && flag&syscall.O_NOFOLLOW == 0)
 	if err != nil {
@@ -217,6 +221,9 @@ func (f *FS) open(root *entry, name string, flag int, perm fs.FileMode, now int6
 	if w.e == nil {
 		if flag&os.O_CREATE == 0 {
 			return nil, errNotExist
+		}
+		if err := layer.CheckElem(w.base); err != nil {
+			return nil, err
 		}
 		if flag&syscall.O_DIRECTORY != 0 {
 			return nil, errInvalid
@@ -252,11 +259,17 @@ func (f *FS) Create(name string) (layer.File, error) {
 func (f *FS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	c := newContent(append([]byte(nil), data...))
 	err := f.update(func(root *entry, now int64) error {
+		if err := layer.CheckPath(name); err != nil {
+			return err
+		}
 		w, err := walk(root, name, true)
 		if err != nil {
 			return err
 		}
 		if w.e == nil {
+			if err := layer.CheckElem(w.base); err != nil {
+				return err
+			}
 			e := f.create(&state{mode: perm & fileModeMask, mtime: now, data: c})
 			f.link(w.dir, strings.Clone(w.base), e, now)
 			return nil
@@ -278,8 +291,13 @@ func (f *FS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 }
 
 // Mkdir creates the directory name with mode perm; the parent must exist.
+// As on Linux, perm keeps its permission and sticky bits, and the new
+// directory is setgid when its parent is.
 func (f *FS) Mkdir(name string, perm fs.FileMode) error {
 	err := f.update(func(root *entry, now int64) error {
+		if err := layer.CheckPath(name); err != nil {
+			return err
+		}
 		w, err := walk(root, name, false)
 		if err != nil {
 			return err
@@ -287,7 +305,14 @@ func (f *FS) Mkdir(name string, perm fs.FileMode) error {
 		if w.e != nil {
 			return errExist
 		}
-		f.link(w.dir, strings.Clone(w.base), f.create(&state{mode: fs.ModeDir | perm&dirModeMask, mtime: now}), now)
+		if err := layer.CheckElem(w.base); err != nil {
+			return err
+		}
+		mode := fs.ModeDir | perm&dirModeMask
+		if w.dir.state().mode&fs.ModeSetgid != 0 {
+			mode |= fs.ModeSetgid
+		}
+		f.link(w.dir, strings.Clone(w.base), f.create(&state{mode: mode, mtime: now}), now)
 		return nil
 	})
 	if err != nil {
@@ -385,6 +410,12 @@ func (f *FS) Rename(oldname, newname string) error {
 
 // rename checks in the order os and Linux do, so that the error is theirs.
 func (f *FS) rename(root *entry, oldname, newname string, now int64) error {
+	if err := layer.CheckPath(oldname); err != nil {
+		return err
+	}
+	if err := layer.CheckPath(newname); err != nil {
+		return err
+	}
 	nw, nerr := walk(root, newname, false)
 	ow, err := walk(root, oldname, false)
 	if nerr == nil && nw.e != nil && nw.e.state().isDir() {
@@ -403,6 +434,11 @@ func (f *FS) rename(root *entry, oldname, newname string, now int64) error {
 		return err
 	}
 	if nerr != nil {
+		if nerr == syscall.ENAMETOOLONG && ow.e == nil && layer.CheckName(path.Dir(newname)) == nil {
+			// A new last element too long to look up comes after a
+			// missing oldname, as in rename(2).
+			return errNotExist
+		}
 		return nerr
 	}
 	if ow.dir == nil || nw.dir == nil {
@@ -411,6 +447,11 @@ func (f *FS) rename(root *entry, oldname, newname string, now int64) error {
 	src, dst := ow.e, nw.e
 	if src == nil {
 		return errNotExist
+	}
+	if dst == nil {
+		if err := layer.CheckElem(nw.base); err != nil {
+			return err
+		}
 	}
 	for p := nw.dir.ino; p != nil; p = p.parent.Load() {
 		if p == src.ino {
@@ -463,13 +504,20 @@ func (f *FS) rename(root *entry, oldname, newname string, now int64) error {
 // Whiteout records a whiteout at name (see [layer.WhiteoutFS]).
 func (f *FS) Whiteout(name string) error {
 	err := f.update(func(root *entry, now int64) error {
+		if err := layer.CheckPath(name); err != nil {
+			return err
+		}
 		w, err := walk(root, name, false)
 		switch {
 		case err != nil:
 			return err
 		case w.dir == nil:
 			return errInvalid
-		case w.e != nil && w.e.state().isDir() && w.e.state().kids.Len() > 0:
+		case w.e == nil:
+			if err := layer.CheckElem(w.base); err != nil {
+				return err
+			}
+		case w.e.state().isDir() && w.e.state().kids.Len() > 0:
 			return errNotEmpty
 		}
 		if w.e != nil {
@@ -488,16 +536,20 @@ func (f *FS) Whiteout(name string) error {
 // stored as given; it resolves inside the layer (see the package doc).
 func (f *FS) Symlink(oldname, newname string) error {
 	err := f.update(func(root *entry, now int64) error {
+		// The target is checked first, before newname is looked at, as
+		// symlink(2) through os does.
+		if err := layer.CheckSymlink(oldname, newname); err != nil {
+			return err
+		}
 		w, err := walk(root, newname, false)
 		switch {
 		case err != nil:
 			return err
 		case w.e != nil || w.dir == nil:
 			return errExist
-		case oldname == "":
-			return errNotExist
-		case strings.IndexByte(oldname, 0) >= 0:
-			return errInvalid
+		}
+		if err := layer.CheckElem(w.base); err != nil {
+			return err
 		}
 		e := f.create(&state{mode: fs.ModeSymlink | 0o777, mtime: now, data: newContent([]byte(oldname))})
 		f.link(w.dir, strings.Clone(w.base), e, now)
