@@ -222,9 +222,9 @@ func (u *FS) walkFrom(root *node, name string, follow bool) (dir, n *node, err e
 	return dir, n, err
 }
 
-// walkTo is walkFrom that, when an element before the last is missing,
-// also returns the directory it is missing from and where in name the
-// element starts, or -1 when it comes from a symlink's target.
+// walkTo is walkFrom that, when an element is missing, also returns where
+// in name it starts, or -1 when it comes from a symlink's target, and
+// when it is not the last, the directory it is missing from.
 func (u *FS) walkTo(root *node, name string, follow bool) (dir, n *node, missing int, err error) {
 	if name == "." {
 		return nil, root, -1, nil
@@ -260,7 +260,7 @@ func (u *FS) walkTo(root *node, name string, follow bool) (dir, n *node, missing
 		}
 		if !child.exists() {
 			if last {
-				return done(cur), done(child), -1, nil
+				return done(cur), done(child), from, nil
 			}
 			return done(cur), nil, from, syscall.ENOENT
 		}
