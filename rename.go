@@ -113,7 +113,7 @@ func (u *FS) rename(oldname, newname string) error {
 		err2 = u.copyUp(src, true)
 	}
 	if err2 == nil {
-		err2 = u.upperDir(ndir.path)
+		err2 = u.upperDir(ndir)
 	}
 	if err2 == nil && dst.upperWhiteout {
 		err2 = u.upper.Remove(dst.path)

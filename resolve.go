@@ -16,10 +16,19 @@ import (
 // it, and, for a directory, every layer whose directory of the same name
 // merges into it.
 type node struct {
-	path  string      // the union path, "." for the root
-	info  fs.FileInfo // the topmost entry; nil when the name does not exist
-	layer int         // the layer holding info
-	dirs  []int       // a directory: the layers merged, top first
+	// path is the union path, "." for the root. A walk leaves it empty in
+	// the directories it passes through, which parent and name locate,
+	// and sets it in the nodes it returns (see pathOf).
+	path   string
+	parent *node       // the directory holding it; nil for the root
+	name   string      // its name in parent
+	info   fs.FileInfo // the topmost entry; nil when the name does not exist
+	layer  int         // the layer holding info
+	dirs   []int       // a directory: the layers merged, top first
+	// at holds, for each of dirs, that layer's handle on the directory
+	// (see pathwalk.LookupFS), and pat the parent's handle in layer.
+	at  []pathwalk.Dir
+	pat pathwalk.Dir
 	// below reports that some lower layer holds the name, visibly or
 	// hidden by a whiteout in the upper: removing or replacing it must
 	// leave a whiteout, and a directory made there must be opaque.
@@ -35,6 +44,34 @@ func (n *node) isSymlink() bool {
 	return n.info != nil && n.info.Mode()&fs.ModeSymlink != 0
 }
 
+// pathOf sets and returns n's union path, built from the names up to the
+// nearest node that knows its own: O(depth).
+func (n *node) pathOf() string {
+	if n.path != "" {
+		return n.path
+	}
+	size, top := -1, n
+	for ; top.path == ""; top = top.parent {
+		size += len(top.name) + 1
+	}
+	if top.path != "." {
+		size += len(top.path) + 1
+	}
+	b := make([]byte, size)
+	i := size
+	for m := n; m != top; m = m.parent {
+		i -= len(m.name)
+		copy(b[i:], m.name)
+		if i > 0 {
+			i--
+			b[i] = '/'
+		}
+	}
+	copy(b, top.path[:i]) // i is 0 when top is the root
+	n.path = string(b)
+	return n.path
+}
+
 // root returns the node of the union's root directory. Which layers merge
 // there is found once: the lowers never change, and the union never marks
 // the upper's root opaque. Its info is the top layer's root, read each
@@ -47,26 +84,58 @@ func (u *FS) root() (*node, error) {
 				break
 			}
 		}
+		u.rootAt = make([]pathwalk.Dir, len(u.rootDirs)) // nil: each root
 	})
 	fi, err := fs.Stat(u.layers[0], ".")
 	if err != nil {
 		return nil, err
 	}
-	return &node{path: ".", info: fi, dirs: u.rootDirs}, nil
+	return &node{path: ".", info: fi, dirs: u.rootDirs, at: u.rootAt}, nil
 }
 
-// lookup returns the node of name in the directory dir.
+// lookupIn looks name up in the k-th layer merged into dir: in one step
+// where the layer offers pathwalk.LookupFS, and else by the union path.
+func (u *FS) lookupIn(dir *node, k int, name string) (pathwalk.Entry, error) {
+	i := dir.dirs[k]
+	l := u.layers[i]
+	if la, ok := l.(pathwalk.LookupFS); ok {
+		return la.LookupAt(dir.at[k], name)
+	}
+	p := path.Join(dir.pathOf(), name)
+	fi, err := fs.Lstat(l, p)
+	if err != nil {
+		return pathwalk.Entry{}, err
+	}
+	e := pathwalk.Entry{Info: fi}
+	if fi.IsDir() && i < len(u.layers)-1 {
+		e.Opaque = layer.IsOpaque(l, p)
+	}
+	return e, nil
+}
+
+// lookup returns the node of name in the directory dir, with its path.
 func (u *FS) lookup(dir *node, name string) (*node, error) {
-	p := path.Join(dir.path, name)
-	n := &node{path: p}
-	for _, i := range dir.dirs {
-		fi, err := fs.Lstat(u.layers[i], p)
+	n, err := u.lookupNode(dir, name)
+	if err == nil {
+		n.path = path.Join(dir.pathOf(), name)
+	}
+	return n, err
+}
+
+// lookupNode is lookup without the path: a walk sets only the paths of
+// the nodes it returns, since joining one at each element would cost
+// time quadratic in the path's length.
+func (u *FS) lookupNode(dir *node, name string) (*node, error) {
+	n := &node{parent: dir, name: name}
+	for k, i := range dir.dirs {
+		e, err := u.lookupIn(dir, k, name)
 		if err != nil {
 			if isNotExist(err) {
 				continue
 			}
 			return nil, err
 		}
+		fi := e.Info
 		if i > 0 {
 			n.below = true
 		}
@@ -74,26 +143,27 @@ func (u *FS) lookup(dir *node, name string) (*node, error) {
 			if i == 0 {
 				n.upperWhiteout = true
 				// Keep looking only to learn whether a lower holds it.
-				n.below = n.below || u.lowerHas(dir, p)
+				n.below = n.below || u.lowerHas(dir, name)
 			}
 			break
 		}
 		if n.info == nil {
-			n.info, n.layer = fi, i
+			n.info, n.layer, n.pat = fi, i, dir.at[k]
 		} else if !fi.IsDir() || !n.info.IsDir() {
 			break // only directories merge
 		}
 		if !fi.IsDir() {
 			if i == 0 {
-				n.below = u.lowerHas(dir, p)
+				n.below = u.lowerHas(dir, name)
 			}
 			break
 		}
 		n.dirs = append(n.dirs, i)
+		n.at = append(n.at, e.Dir)
 		// The bottom layer's opacity hides nothing.
-		if i < len(u.layers)-1 && layer.IsOpaque(u.layers[i], p) {
+		if i < len(u.layers)-1 && e.Opaque {
 			if i == 0 {
-				n.below = u.lowerHas(dir, p)
+				n.below = u.lowerHas(dir, name)
 			}
 			break
 		}
@@ -101,24 +171,39 @@ func (u *FS) lookup(dir *node, name string) (*node, error) {
 	return n, nil
 }
 
-// lowerHas reports whether a lower layer merged into dir holds p.
-func (u *FS) lowerHas(dir *node, p string) bool {
-	for _, i := range dir.dirs {
+// lowerHas reports whether a lower layer merged into dir holds name.
+func (u *FS) lowerHas(dir *node, name string) bool {
+	for k, i := range dir.dirs {
 		if i == 0 {
 			continue
 		}
-		if _, err := fs.Lstat(u.layers[i], p); err == nil {
+		if _, err := u.lookupIn(dir, k, name); err == nil {
 			return true
 		}
 	}
 	return false
 }
 
+// readLink returns the target of the symlink n, refusing one too long to
+// resolve before reading it.
+func (u *FS) readLink(n *node) (string, error) {
+	if pathwalk.TooLong(n.info.Size()) {
+		return "", syscall.ENAMETOOLONG
+	}
+	l := u.layers[n.layer]
+	if la, ok := l.(pathwalk.LookupFS); ok && n.parent != nil {
+		return la.ReadLinkAt(n.pat, n.name)
+	}
+	return fs.ReadLink(l, n.pathOf())
+}
+
 // walk resolves name, following symlinks in every element and in the last
 // one too when follow is set, by the rules of package pathwalk applied to
 // the union: a symlink of any layer resolves in the whole union. It
 // returns the directory holding the last element and its node, which may
-// not exist.
+// not exist, both with their paths. Its cost is linear in the bytes of
+// name and of the targets it follows, with one lookup per element and
+// layer (see pathwalk.LookupFS).
 // The error is a bare errno or fs sentinel; callers wrap it.
 func (u *FS) walk(name string, follow bool) (dir, n *node, err error) {
 	if !fs.ValidPath(name) {
@@ -133,18 +218,31 @@ func (u *FS) walk(name string, follow bool) (dir, n *node, err error) {
 
 // walkFrom is walk from the root node root, through the layers it merges.
 func (u *FS) walkFrom(root *node, name string, follow bool) (dir, n *node, err error) {
+	dir, n, _, err = u.walkTo(root, name, follow)
+	return dir, n, err
+}
+
+// walkTo is walkFrom that, when an element is missing, also returns where
+// in name it starts, or -1 when it comes from a symlink's target, and
+// when it is not the last, the directory it is missing from.
+func (u *FS) walkTo(root *node, name string, follow bool) (dir, n *node, missing int, err error) {
 	if name == "." {
-		return nil, root, nil
+		return nil, root, -1, nil
 	}
-	stack := []*node{root}
-	w := pathwalk.New(name)
+	w, err := pathwalk.New(name)
+	if err != nil {
+		return nil, nil, -1, err
+	}
+	var buf [16]*node
+	stack := append(buf[:0], root)
 	for {
+		from := w.Offset()
 		elem, step, last := w.Next()
 		cur := stack[len(stack)-1]
 		switch step {
 		case pathwalk.Stay:
 			if last {
-				return nil, cur, nil
+				return nil, done(cur), -1, nil
 			}
 			continue
 		case pathwalk.Up:
@@ -152,28 +250,28 @@ func (u *FS) walkFrom(root *node, name string, follow bool) (dir, n *node, err e
 				stack = stack[:len(stack)-1]
 			}
 			if last {
-				return nil, stack[len(stack)-1], nil
+				return nil, done(stack[len(stack)-1]), -1, nil
 			}
 			continue
 		}
-		child, err := u.lookup(cur, elem)
+		child, err := u.lookupNode(cur, elem)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, -1, err
 		}
 		if !child.exists() {
 			if last {
-				return cur, child, nil
+				return done(cur), done(child), from, nil
 			}
-			return nil, nil, syscall.ENOENT
+			return done(cur), nil, from, syscall.ENOENT
 		}
 		if child.isSymlink() && (follow || !last) {
-			target, err := fs.ReadLink(u.layers[child.layer], child.path)
+			target, err := u.readLink(child)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, -1, err
 			}
 			abs, err := w.Follow(target, last)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, -1, err
 			}
 			if abs {
 				stack = stack[:1]
@@ -181,13 +279,19 @@ func (u *FS) walkFrom(root *node, name string, follow bool) (dir, n *node, err e
 			continue
 		}
 		if last {
-			return cur, child, nil
+			return done(cur), done(child), -1, nil
 		}
 		if !child.isDir() {
-			return nil, nil, syscall.ENOTDIR
+			return nil, nil, -1, syscall.ENOTDIR
 		}
 		stack = append(stack, child)
 	}
+}
+
+// done gives a node the walk returns its path.
+func done(n *node) *node {
+	n.pathOf()
+	return n
 }
 
 // resolve is walk for names that must exist; errors are wrapped for op.
@@ -337,7 +441,8 @@ func (u *FS) learnDir(dir, top string) *lowerDir {
 	}
 	lowers := *root
 	if u.upper != nil {
-		lowers.dirs = root.dirs[1:] // root.dirs[0] is the upper layer
+		// root.dirs[0] is the upper layer
+		lowers.dirs, lowers.at = root.dirs[1:], root.at[1:]
 	}
 	_, n, err := u.walkFrom(&lowers, dir, true)
 	if err != nil || !n.isDir() {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/packfs/packfs/internal/pathwalk"
 	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/layer/mem"
 )
@@ -34,7 +35,8 @@ type FS struct {
 	watched map[lowerKey]map[*file]bool
 
 	rootOnce sync.Once
-	rootDirs []int // the layers merged at the root, top first
+	rootDirs []int          // the layers merged at the root, top first
+	rootAt   []pathwalk.Dir // their handles on their roots: all nil
 
 	mounts atomic.Pointer[mounts] // nil: none
 

@@ -5,11 +5,14 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/packfs/packfs/internal/pathwalk"
 	"github.com/packfs/packfs/layer"
+	"github.com/packfs/packfs/layer/mem"
 )
 
 // The flags that make an open a write: they need the upper layer.
@@ -118,7 +121,7 @@ func (u *FS) makeRoom(dir, n *node) error {
 	if dir == nil {
 		return syscall.EEXIST
 	}
-	if err := u.upperDir(dir.path); err != nil {
+	if err := u.upperDir(dir); err != nil {
 		return err
 	}
 	if n.upperWhiteout {
@@ -127,16 +130,75 @@ func (u *FS) makeRoom(dir, n *node) error {
 	return nil
 }
 
-// upperDir makes sure the directory p of the union exists in the upper
-// layer, copying up each missing element with its mode and mtime.
-func (u *FS) upperDir(p string) error {
+// copyInFS is an upper layer that adds a chain of copied entries in one
+// step and looks names up at directory handles, as layer/mem does.
+type copyInFS interface {
+	pathwalk.LookupFS
+	CopyIn(dir string, chain []mem.Copy) error
+}
+
+// upperDir makes sure the directory d of the union exists in the upper
+// layer, copying up each missing element with its mode and mtime. An
+// upper layer with CopyIn gets the missing chain in one step, so readers
+// never see it half made.
+func (u *FS) upperDir(d *node) error {
+	if ci, ok := u.upper.(copyInFS); ok && d.parent != nil {
+		at, chain, err := u.upperChain(ci, d)
+		if err != nil || len(chain) == 0 {
+			return err
+		}
+		copies := make([]mem.Copy, len(chain))
+		for i, c := range chain {
+			copies[i] = mem.Copy{Name: c.name, Mode: c.info.Mode(), ModTime: c.info.ModTime()}
+		}
+		return ci.CopyIn(at, copies)
+	}
+	return u.upperDirPath(d.path)
+}
+
+// upperChain returns the path of the deepest directory on n's path that
+// the upper layer holds, and the nodes below it down to n, which it
+// lacks: one lookup per element in the upper layer as it is now, whatever
+// the nodes recorded when they were found.
+func (u *FS) upperChain(ci copyInFS, n *node) (string, []*node, error) {
+	var line []*node // n's ancestors and n, root excluded, deepest first
+	for m := n; m.parent != nil; m = m.parent {
+		line = append(line, m)
+	}
+	slices.Reverse(line)
+	var at pathwalk.Dir
+	k := 0
+	for ; k < len(line); k++ {
+		e, err := ci.LookupAt(at, line[k].name)
+		if isNotExist(err) {
+			break
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		if !e.Info.IsDir() {
+			if k == len(line)-1 {
+				return "", nil, nil // n itself; the caller's own step decides
+			}
+			return "", nil, syscall.ENOTDIR
+		}
+		at = e.Dir
+	}
+	if k == 0 {
+		return ".", line, nil
+	}
+	return line[k-1].pathOf(), line[k:], nil
+}
+
+// upperDirPath is upperDir for an upper layer without CopyIn, by paths.
+func (u *FS) upperDirPath(p string) error {
 	if p == "." {
 		return nil
 	}
 	if fi, err := u.upper.Lstat(p); err == nil && fi.IsDir() {
 		return nil
 	}
-	if err := u.upperDir(path.Dir(p)); err != nil {
+	if err := u.upperDirPath(path.Dir(p)); err != nil {
 		return err
 	}
 	n, err := u.resolve("mkdir", p, false)
@@ -178,16 +240,56 @@ func (u *FS) keepAttrs(p string, info fs.FileInfo) error {
 }
 
 // copyUp copies the lower entry n into the upper layer, with its mode,
-// mtime and, when data is set, its contents, streamed.
+// mtime and, when data is set, its contents, streamed. An upper layer
+// with CopyIn builds the copy, and any missing parents, aside and
+// publishes it whole in one step: a lock-free reader sees the lower entry
+// or the whole copy, never a short file or the mtime of the moment.
 func (u *FS) copyUp(n *node, data bool) error {
-	if err := u.upperDir(path.Dir(n.path)); err != nil {
-		return err
+	var err error
+	if ci, ok := u.upper.(copyInFS); ok && n.parent != nil {
+		err = u.copyIn(ci, n, data)
+	} else {
+		if err = u.upperDirPath(path.Dir(n.path)); err != nil {
+			return err
+		}
+		err = u.quietly(path.Dir(n.path), func() error { return u.copyUpEntry(n, data) })
 	}
-	err := u.quietly(path.Dir(n.path), func() error { return u.copyUpEntry(n, data) })
 	if err == nil {
 		u.moveHandles(n)
 	}
 	return err
+}
+
+// copyIn is copyUp through CopyIn.
+func (u *FS) copyIn(ci copyInFS, n *node, data bool) error {
+	at, chain, err := u.upperChain(ci, n)
+	if err != nil {
+		return err
+	}
+	if len(chain) == 0 || chain[len(chain)-1] != n {
+		return syscall.EEXIST // the upper layer holds n already
+	}
+	copies := make([]mem.Copy, len(chain))
+	for i, c := range chain {
+		copies[i] = mem.Copy{Name: c.name, Mode: c.info.Mode(), ModTime: c.info.ModTime()}
+	}
+	last := &copies[len(copies)-1]
+	switch mode := n.info.Mode(); {
+	case mode&fs.ModeSymlink != 0:
+		target, err := u.readLink(n)
+		if err != nil {
+			return err
+		}
+		last.Data = strings.NewReader(target)
+	case mode.IsRegular() && data:
+		r, err := u.layers[n.layer].Open(n.path)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		last.Data = r
+	}
+	return ci.CopyIn(at, copies)
 }
 
 func (u *FS) copyUpEntry(n *node, data bool) error {
@@ -324,6 +426,9 @@ func (u *FS) MkdirAll(name string, perm fs.FileMode) error {
 	if !fs.ValidPath(name) {
 		return layer.PathError("mkdir", name, fs.ErrInvalid)
 	}
+	if done, err := u.mkdirAll(name, perm); done {
+		return err
+	}
 	if i := strings.LastIndexByte(name, '/'); i > 0 {
 		if err := u.MkdirAll(name[:i], perm); err != nil {
 			return err
@@ -384,7 +489,7 @@ func (u *FS) drop(dir, n *node) error {
 		}
 		return u.upper.Remove(n.path)
 	}
-	if err := u.upperDir(dir.path); err != nil {
+	if err := u.upperDir(dir); err != nil {
 		return err
 	}
 	if n.layer == 0 {

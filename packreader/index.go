@@ -205,6 +205,10 @@ func (r *Reader) walk(name string, follow bool) (uint64, packformat.Record, erro
 	if name == "." {
 		return 0, r.root, nil
 	}
+	w, err := pathwalk.New(name)
+	if err != nil {
+		return 0, packformat.Record{}, err
+	}
 	// stack holds the directories from the root down to the current one,
 	// whose record is cur; going up decodes the parent's record again.
 	var buf [16]uint64
@@ -219,7 +223,6 @@ func (r *Reader) walk(name string, follow bool) (uint64, packformat.Record, erro
 		}
 		return nil
 	}
-	w := pathwalk.New(name)
 	for {
 		elem, step, last := w.Next()
 		switch step {
@@ -245,6 +248,9 @@ func (r *Reader) walk(name string, follow bool) (uint64, packformat.Record, erro
 			return 0, cr, syscall.ENOENT
 		}
 		if cr.Type == packformat.TypeSymlink && (follow || !last) {
+			if cr.Size >= pathwalk.MaxPath {
+				return 0, cr, syscall.ENAMETOOLONG // refused before it is copied
+			}
 			target, err := r.target(cr)
 			if err != nil {
 				return 0, cr, err

@@ -4,18 +4,29 @@
 // keeps its own stack of directories; a Walker tells it what to do next.
 //
 // Symlinks resolve inside the layer: an absolute target starts again at
-// the layer's root, and ".." stops at the root, as in a chroot. A
-// resolution that follows more than MaxSymlinks links fails with ELOOP, as
-// on Linux.
+// the layer's root, and ".." stops at the root, as in a chroot.
+//
+// Linux's limits bound the work: a path or a symlink target of MaxPath
+// bytes or more fails with ENAMETOOLONG, and a resolution that follows more
+// than MaxSymlinks links fails with ELOOP. Within them a resolution costs
+// time linear in the bytes it reads: a followed target is pushed on a
+// stack of pending strings, never joined to what is left of the path, so
+// each byte of the path and of every target is read once.
 package pathwalk
 
 import (
+	"io/fs"
 	"strings"
 	"syscall"
 )
 
-// MaxSymlinks is how many symlinks one resolution may follow.
+// MaxSymlinks is how many symlinks one resolution may follow (Linux's
+// MAXSYMLINKS).
 const MaxSymlinks = 40
+
+// MaxPath is Linux's PATH_MAX: the size of a path buffer, its NUL
+// included. A path or symlink target must be shorter.
+const MaxPath = 4096
 
 // Step says what an element asks of the walk.
 type Step int
@@ -28,12 +39,34 @@ const (
 
 // Walker yields the elements of an io/fs path, one at a time.
 type Walker struct {
-	rest string
-	hops int
+	rest string // what is left of the string being read
+	// pending holds what is left of the strings below it, the path's own
+	// last: a followed target is read before what came after the link.
+	pending []string
+	// nameAt is where the rest of the path itself is: -1 in rest, -2 gone
+	// (a final link replaced it), else its index in pending.
+	nameAt int
+	size   int // the path's length
+	hops   int
 }
 
-// New returns a Walker over name, a valid io/fs path other than ".".
-func New(name string) Walker { return Walker{rest: name} }
+// New returns a Walker over name, a valid io/fs path other than ".". It
+// fails with ENAMETOOLONG when name is MaxPath bytes or longer.
+func New(name string) (Walker, error) {
+	if len(name) >= MaxPath {
+		return Walker{}, syscall.ENAMETOOLONG
+	}
+	return Walker{rest: name, nameAt: -1, size: len(name)}, nil
+}
+
+// CheckPath returns ENAMETOOLONG for a path of MaxPath bytes or more, as
+// Linux does for any path given to a system call.
+func CheckPath(name string) error {
+	if len(name) >= MaxPath {
+		return syscall.ENAMETOOLONG
+	}
+	return nil
+}
 
 // Next returns the next element, what it asks, and whether it is the last.
 func (w *Walker) Next() (elem string, step Step, last bool) {
@@ -41,6 +74,14 @@ func (w *Walker) Next() (elem string, step Step, last bool) {
 		elem, w.rest = w.rest[:i], w.rest[i+1:]
 	} else {
 		elem, w.rest = w.rest, ""
+	}
+	for w.rest == "" && len(w.pending) > 0 {
+		n := len(w.pending) - 1
+		w.rest, w.pending[n] = w.pending[n], ""
+		w.pending = w.pending[:n]
+		if w.nameAt == n {
+			w.nameAt = -1
+		}
 	}
 	last = w.rest == ""
 	switch elem {
@@ -52,13 +93,30 @@ func (w *Walker) Next() (elem string, step Step, last bool) {
 	return elem, Down, last
 }
 
+// Offset returns where in the path the element that Next returns next
+// starts, or -1 when it comes from a symlink's target.
+func (w *Walker) Offset() int {
+	if w.nameAt != -1 {
+		return -1
+	}
+	return w.size - len(w.rest)
+}
+
+// TooLong reports whether a symlink target of size bytes is past Linux's
+// limit, so that a layer can refuse it before reading it.
+func TooLong(size int64) bool { return size >= MaxPath }
+
 // Follow puts the symlink target in place of the element Next just
 // returned, so that the walk continues through it. It reports whether the
 // target is absolute, in which case the caller starts again at its root.
-// It fails with ELOOP past MaxSymlinks and with ENOENT for an empty target.
+// It fails with ELOOP past MaxSymlinks, with ENAMETOOLONG for a target of
+// MaxPath bytes or more, and with ENOENT for an empty target.
 func (w *Walker) Follow(target string, last bool) (abs bool, err error) {
 	if w.hops++; w.hops > MaxSymlinks {
 		return false, syscall.ELOOP
+	}
+	if TooLong(int64(len(target))) {
+		return false, syscall.ENAMETOOLONG
 	}
 	if target == "" {
 		return false, syscall.ENOENT
@@ -70,8 +128,41 @@ func (w *Walker) Follow(target string, last bool) (abs bool, err error) {
 		}
 	}
 	if !last {
-		target += "/" + w.rest
+		w.pending = append(w.pending, w.rest)
+		if w.nameAt == -1 {
+			w.nameAt = len(w.pending) - 1
+		}
+	} else if w.nameAt == -1 {
+		w.nameAt = -2
 	}
 	w.rest = target
 	return abs, nil
+}
+
+// Dir is a directory as one layer's LookupAt found it: that layer's own
+// handle on it, which means nothing to another layer. The nil Dir is the
+// layer's root.
+type Dir any
+
+// Entry is what LookupAt finds.
+type Entry struct {
+	Info fs.FileInfo
+	// Dir is a directory's handle, for looking up its entries.
+	Dir Dir
+	// Opaque reports a directory marked opaque (holding a whiteout named
+	// layer.OpaqueName).
+	Opaque bool
+}
+
+// LookupFS is a layer that looks a name up in a directory it found
+// earlier, for the cost of one element: a union resolves a path with one
+// lookup per element and layer instead of one walk of the whole path per
+// element, which would be quadratic in its length.
+type LookupFS interface {
+	fs.FS
+	// LookupAt returns the entry name, one element, of the directory dir,
+	// without following a symlink. A missing entry is ENOENT.
+	LookupAt(dir Dir, name string) (Entry, error)
+	// ReadLinkAt returns the target of the symlink name of dir.
+	ReadLinkAt(dir Dir, name string) (string, error)
 }

@@ -28,9 +28,12 @@ func walk(root *entry, name string, follow bool) (where, error) {
 	if name == "." {
 		return where{base: ".", e: root}, nil
 	}
+	w, err := pathwalk.New(name)
+	if err != nil {
+		return where{}, err
+	}
 	var buf [16]*entry
 	stack := append(buf[:0], root)
-	w := pathwalk.New(name)
 	for {
 		elem, step, last := w.Next()
 		dir := stack[len(stack)-1]
@@ -58,6 +61,9 @@ func walk(root *entry, name string, follow bool) (where, error) {
 		}
 		cs := child.state()
 		if cs.isSymlink() && (follow || !last) {
+			if pathwalk.TooLong(cs.data.Size()) {
+				return where{}, syscall.ENAMETOOLONG // refused before it is copied
+			}
 			abs, err := w.Follow(cs.target(), last)
 			if err != nil {
 				return where{}, err

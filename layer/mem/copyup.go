@@ -1,0 +1,131 @@
+package mem
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/packfs/packfs/internal/pathwalk"
+	"github.com/packfs/packfs/layer"
+)
+
+// Copy is an entry for [FS.CopyIn] to create: a copy of another layer's.
+type Copy struct {
+	Name    string      // one path element
+	Mode    fs.FileMode // a directory, regular file or symlink, with its permission bits
+	ModTime time.Time   // zero: the layer's clock, now
+	// Data is a regular file's content or a symlink's target; nil reads
+	// as empty.
+	Data io.Reader
+}
+
+// CopyIn creates chain in the existing directory dir in one step: chain[0]
+// in dir, and each next entry in the directory before it. A reader sees
+// none of them or all of them, each whole, with its mode and mtime, and
+// dir keeps its mtime: a union's copy-up adds to the upper layer what a
+// lower layer already showed, which nobody must see half done. It reads
+// the contents before taking the writers' lock, and fails with EEXIST,
+// changing nothing, when dir already holds chain[0].
+func (f *FS) CopyIn(dir string, chain []Copy) error {
+	states := make([]*state, len(chain))
+	for i, c := range chain {
+		s, err := copyState(c, i == len(chain)-1)
+		if err != nil {
+			return layer.PathError("copyin", dir, err)
+		}
+		states[i] = s
+	}
+	err := f.update(func(root *entry, now int64) error {
+		w, err := walk(root, dir, true)
+		switch {
+		case err != nil:
+			return err
+		case w.e == nil:
+			return errNotExist
+		case !w.e.state().isDir():
+			return errNotDir
+		}
+		d := w.e
+		if len(chain) == 0 {
+			return nil
+		}
+		if _, ok := d.state().kids.Get(chain[0].Name); ok {
+			return errExist
+		}
+		// Build the chain unlinked, bottom up, then link its top.
+		var below *entry
+		for i := len(chain) - 1; i >= 0; i-- {
+			if chain[i].ModTime.IsZero() {
+				states[i].mtime = now
+			}
+			e := f.create(states[i])
+			if below != nil {
+				name := strings.Clone(chain[i+1].Name)
+				below.ino.parent.Store(e.ino)
+				below.ino.name = name
+				st := e.state()
+				st.kids = st.kids.Set(name, below)
+			}
+			below = e
+		}
+		name := strings.Clone(chain[0].Name)
+		below.ino.parent.Store(d.ino)
+		below.ino.name = name
+		ds := d.ino.cur.Load().state().with()
+		ds.kids = ds.kids.SetOwned(f.owner, name, below)
+		f.set(d.ino, ds)
+		return nil
+	})
+	if err != nil {
+		return layer.PathError("copyin", dir, err)
+	}
+	return nil
+}
+
+// maxName is Linux's NAME_MAX, the longest name of one element.
+const maxName = 255
+
+// copyState reads c into the state of a new entry; only the last entry
+// of a chain may be other than a directory.
+func copyState(c Copy, last bool) (*state, error) {
+	if c.Name == "" || c.Name == "." || c.Name == ".." || strings.ContainsAny(c.Name, "/\x00") {
+		return nil, errInvalid
+	}
+	if len(c.Name) > maxName {
+		return nil, syscall.ENAMETOOLONG
+	}
+	s := &state{mode: c.Mode & (fs.ModeType | fileModeMask), mtime: c.ModTime.UnixNano()}
+	switch t := c.Mode.Type(); {
+	case t == fs.ModeDir:
+		s.mode = fs.ModeDir | c.Mode&dirModeMask
+		return s, nil
+	case !last:
+		return nil, errNotDir
+	case t != 0 && t != fs.ModeSymlink:
+		return nil, errInvalid
+	}
+	if c.Data == nil {
+		return s, nil
+	}
+	// Stream the bytes in chunks: the copy costs its size once.
+	buf := make([]byte, chunkSize)
+	var off int64
+	for {
+		n, err := io.ReadFull(c.Data, buf)
+		s.data = s.data.writeAt(buf[:n], off)
+		off += int64(n)
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if s.isSymlink() && pathwalk.TooLong(s.data.Size()) {
+		return nil, syscall.ENAMETOOLONG
+	}
+	return s, nil
+}
