@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/packfs/packfs"
+	"github.com/packfs/packfs/vfs"
 	"github.com/packfs/packfs/vfs/vfstest"
 )
 
@@ -221,8 +222,13 @@ func TestIssue14ManifestMissingPack(t *testing.T) {
 // writer made whole, at least as new as the last it acknowledged before
 // the open began.
 func TestIssue14ReadOnlyBesideCheckpoints(t *testing.T) {
-	dir := t.TempDir()
-	s := openStore(t, dir, &packfs.Options{CheckpointBytes: 2 << 10, MaxPacks: 3})
+	t.Run("host", func(t *testing.T) { readOnlyBesideCheckpoints(t, t.TempDir(), nil) })
+	// Packs read through the file system rather than mapped.
+	t.Run("memfs", func(t *testing.T) { readOnlyBesideCheckpoints(t, "", vfstest.NewMemFS()) })
+}
+
+func readOnlyBesideCheckpoints(t *testing.T, dir string, fsys vfs.FS) {
+	s := openStore(t, dir, &packfs.Options{CheckpointBytes: 2 << 10, MaxPacks: 3, FS: fsys})
 	mustDo(t, s.Mkdir("k", 0o755))
 	mustDo(t, s.WriteFile("count", []byte("0"), 0o644))
 	mustDo(t, s.Sync())
@@ -267,7 +273,7 @@ func TestIssue14ReadOnlyBesideCheckpoints(t *testing.T) {
 	// a dozen times.
 	for n := 0; n < opens || acked.Load() < 100 && n < 100*opens; n++ {
 		lo := acked.Load()
-		r, err := packfs.Open(dir, &packfs.Options{ReadOnly: true})
+		r, err := packfs.Open(dir, &packfs.Options{ReadOnly: true, FS: fsys})
 		if err != nil {
 			t.Errorf("read-only open %d: %v", n, err)
 			break
