@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"slices"
 	"time"
 
 	"github.com/packfs/packfs/packwriter"
@@ -87,7 +86,7 @@ func (s *Store) checkpoint(flatten bool) error {
 		src = snap
 	}
 	s.tail = [][]byte{}
-	next := manifest{gen: s.man.gen + 1, wal: first, root: root, mode: uint32(mode)}
+	next := manifest{version: manifestVersion, gen: s.man.gen + 1, wal: first, root: root, mode: uint32(mode)}
 	s.wmu.Unlock()
 
 	abandon := func(err error) error {
@@ -103,15 +102,16 @@ func (s *Store) checkpoint(flatten bool) error {
 	if err != nil {
 		return abandon(err)
 	}
-	p, err := s.openPack(name)
+	p, err := s.openPack(packRef{name: name})
 	if err != nil {
 		return abandon(err)
 	}
-	next.packs = []string{name}
 	keep := []*openPack{p}
 	if !flatten {
-		next.packs = append(next.packs, s.man.packs...)
 		keep = append(keep, s.packs...)
+	}
+	for _, q := range keep {
+		next.packs = append(next.packs, q.ref) // size and sum, as opened
 	}
 	if err := writeManifest(s.dir, next); err != nil {
 		// The manifest may or may not have reached the disk: the new
@@ -167,7 +167,7 @@ func (s *Store) checkpoint(flatten bool) error {
 	err = s.log.Drop(first)
 	removed := false
 	for _, p := range drop {
-		if !slices.Contains(next.packs, p.name) {
+		if !next.has(p.name) {
 			if rerr := s.dir.Remove(p.name); rerr == nil {
 				removed = true
 			}

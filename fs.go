@@ -54,6 +54,24 @@
 // crash, the store reopens to exactly the state after some prefix of its
 // changes, one that includes every acknowledged one.
 //
+// Damage that no crash explains is refused, not read past: Open fails
+// with an error wrapping [ErrCorrupt] when a pack the manifest lists is
+// missing, cut short or replaced by another (the manifest records each
+// pack's size and a sum of its check table and footer), when a log
+// segment is missing, emptied or shorter than it had been made durable
+// (each segment's header keeps the offset known durable, and says when
+// another follows it), and when the manifest names a segment that is
+// gone. What a crash does leave, a torn unsynced tail or preallocated
+// zeros, still recovers. Stores written by earlier versions (manifest and
+// segments of version 1) open as before and gain these checks at their
+// next checkpoint; earlier versions refuse a store written by this one
+// with an error wrapping ErrCorrupt ("unknown version line").
+//
+// A read-only open ([Options.ReadOnly]) reads beside the writer without a
+// lock: one that meets a checkpoint in flight (a manifest replaced, the
+// segments and packs it named removed) starts again, so that it returns a
+// state the writer made whole.
+//
 // # Packages
 //
 //   - [github.com/packfs/packfs/layer]: the contract every layer meets (the

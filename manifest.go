@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/packfs/packfs/internal/packformat"
 	"github.com/packfs/packfs/vfs"
 )
 
@@ -25,21 +26,51 @@ func packName(gen uint64) string { return fmt.Sprintf("pack-%016x.pack", gen) }
 
 // manifest is the store's durable root: which packs hold the checkpointed
 // tree, and where in the log replay starts. It is replaced atomically.
+//
+// Version 2 also records what must exist for no acknowledged change to be
+// missing: each pack's size and sum, and (by its version alone) that the
+// log segment replay starts at was made durable before the manifest.
+// Version 1, written before, is still read, with neither check; the next
+// checkpoint writes version 2.
 type manifest struct {
-	gen   uint64   // bumped by each checkpoint
-	wal   uint64   // the first log segment to replay
-	root  int64    // the root directory's mtime at the checkpoint, Unix ns
-	mode  uint32   // the root directory's mode at the checkpoint (fs.FileMode)
-	packs []string // the packs, top first
+	version int
+	gen     uint64    // bumped by each checkpoint
+	wal     uint64    // the first log segment to replay
+	root    int64     // the root directory's mtime at the checkpoint, Unix ns
+	mode    uint32    // the root directory's mode at the checkpoint (fs.FileMode)
+	packs   []packRef // the packs, top first
+}
+
+// manifestVersion is the version this code writes.
+const manifestVersion = 2
+
+// packRef names a pack and, from version 2, what it must be: its size,
+// and the CRC-32C of its check table and footer (see packSum).
+type packRef struct {
+	name  string
+	size  int64
+	sum   uint32
+	known bool // size and sum were recorded
+}
+
+// has reports whether the manifest lists the pack name.
+func (m *manifest) has(name string) bool {
+	for _, p := range m.packs {
+		if p.name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // encode writes the manifest as text, one field a line, its last line a
-// CRC-32C of the ones before.
+// CRC-32C of the ones before. It writes version 2, which needs every
+// pack's size and sum.
 func (m *manifest) encode() []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "packfs-manifest 1\ngeneration %d\nwal %d\nroot %d\nmode %d\n", m.gen, m.wal, m.root, m.mode)
+	fmt.Fprintf(&b, "packfs-manifest %d\ngeneration %d\nwal %d\nroot %d\nmode %d\n", manifestVersion, m.gen, m.wal, m.root, m.mode)
 	for _, p := range m.packs {
-		fmt.Fprintf(&b, "pack %s\n", p)
+		fmt.Fprintf(&b, "pack %s %d %08x\n", p.name, p.size, p.sum)
 	}
 	fmt.Fprintf(&b, "crc32c %08x\n", crc32.Checksum(b.Bytes(), crc32.MakeTable(crc32.Castagnoli)))
 	return b.Bytes()
@@ -65,8 +96,13 @@ func decodeManifest(data []byte) (manifest, error) {
 		var err error
 		switch {
 		case line == 0:
-			if sc.Text() != "packfs-manifest 1" {
-				return bad("unknown version line " + strconv.Quote(sc.Text()))
+			switch sc.Text() {
+			case "packfs-manifest 1":
+				m.version = 1
+			case "packfs-manifest 2":
+				m.version = 2
+			default:
+				return bad("unknown version line " + strconv.Quote(sc.Text()) + " (this code reads versions 1 and 2)")
 			}
 		case key == "generation":
 			m.gen, err = strconv.ParseUint(val, 10, 64)
@@ -78,8 +114,12 @@ func decodeManifest(data []byte) (manifest, error) {
 			var v uint64
 			v, err = strconv.ParseUint(val, 10, 32)
 			m.mode = uint32(v)
-		case key == "pack" && vfs.ValidName(val) && strings.HasSuffix(val, ".pack"):
-			m.packs = append(m.packs, val)
+		case key == "pack":
+			p, ok := parsePackRef(val, m.version)
+			if !ok {
+				return bad("bad pack line " + strconv.Quote(sc.Text()))
+			}
+			m.packs = append(m.packs, p)
 		default:
 			return bad("unknown line " + strconv.Quote(sc.Text()))
 		}
@@ -92,6 +132,72 @@ func decodeManifest(data []byte) (manifest, error) {
 		return bad("missing fields")
 	}
 	return m, nil
+}
+
+// parsePackRef parses a pack line's value: a name, and from version 2 a
+// size in decimal and a sum in hexadecimal.
+func parsePackRef(val string, version int) (packRef, bool) {
+	f := strings.Fields(val)
+	if len(f) == 0 || !vfs.ValidName(f[0]) || !strings.HasSuffix(f[0], ".pack") || strings.Join(f, " ") != val {
+		return packRef{}, false
+	}
+	p := packRef{name: f[0]}
+	switch {
+	case version == 1 && len(f) == 1:
+		return p, true
+	case version >= 2 && len(f) == 3:
+		size, err1 := strconv.ParseInt(f[1], 10, 64)
+		sum, err2 := strconv.ParseUint(f[2], 16, 32)
+		if err1 != nil || err2 != nil || size < 0 || len(f[2]) != 8 {
+			return packRef{}, false
+		}
+		p.size, p.sum, p.known = size, uint32(sum), true
+		return p, true
+	}
+	return packRef{}, false
+}
+
+// packSum returns the size of the pack name and its sum: the CRC-32C of
+// its check table and footer. The footer pins the pack's layout, and the
+// check table holds a CRC-32C of every block of its index, which holds
+// the CRC-32C of every content: so another pack, even one of the same
+// tree shape, has another sum, while computing it reads only a few bytes
+// per 4 KiB of index (O(1) in the contents). A pack whose footer is not
+// one gives ErrCorrupt.
+func packSum(dir vfs.FS, name string) (int64, uint32, error) {
+	f, err := dir.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return 0, 0, err
+	}
+	bad := func(why string) (int64, uint32, error) {
+		return 0, 0, fmt.Errorf("%w: %s: %s", ErrCorrupt, name, why)
+	}
+	if size < packformat.HeaderSize+packformat.FooterSize {
+		return bad(fmt.Sprintf("%d bytes, too short for a pack", size))
+	}
+	foot := make([]byte, packformat.FooterSize)
+	if _, err := f.ReadAt(foot, size-packformat.FooterSize); err != nil {
+		return 0, 0, err
+	}
+	if string(foot[packformat.FooterSize-len(packformat.EndMagic):]) != packformat.EndMagic {
+		return bad("no pack footer (truncated?)")
+	}
+	ft := packformat.DecodeFooter(foot)
+	tableOff := ft.StringsOff + ft.StringsSize
+	if ft.StringsOff > uint64(size) || tableOff < ft.StringsOff || tableOff > uint64(size-packformat.FooterSize) ||
+		uint64(size-packformat.FooterSize)-tableOff != packformat.TableSize(ft.Count, ft.StringsSize) {
+		return bad("footer places the check table outside the file")
+	}
+	tail := make([]byte, uint64(size)-tableOff)
+	if _, err := f.ReadAt(tail, int64(tableOff)); err != nil {
+		return 0, 0, err
+	}
+	return size, crc32.Checksum(tail, packformat.Castagnoli), nil
 }
 
 // readManifest reads the store's manifest.

@@ -51,7 +51,8 @@ type Options struct {
 	MaxPacks int
 	// ReadOnly opens the store for reading only, beside a process that
 	// may have it open for writing: the log is replayed but not changed,
-	// and every change fails with EROFS.
+	// and every change fails with EROFS. An open that meets a checkpoint
+	// in flight starts again.
 	ReadOnly bool
 	// FS is the directory the store keeps its files in. nil means the
 	// host directory given to Open, created if missing. Packs are mapped
@@ -61,8 +62,9 @@ type Options struct {
 }
 
 // ErrCorrupt is wrapped by the error Open gives when the store's files
-// are damaged in a way no crash explains. The log's own damage wraps
-// wal.ErrCorrupt, and a pack's packreader.ErrCorrupt.
+// are damaged in a way no crash explains, or miss what was acknowledged.
+// The log's own damage wraps wal.ErrCorrupt too, a pack's
+// packreader.ErrCorrupt, and a missing file fs.ErrNotExist.
 var ErrCorrupt = errors.New("packfs: corrupt store")
 
 // Store is a durable PackFS tree: a union of an in-memory upper layer over
@@ -122,6 +124,7 @@ type Store struct {
 // openPack is a pack of the store, open for reading.
 type openPack struct {
 	name string
+	ref  packRef // what the manifest records of it
 	r    *packreader.Reader
 	f    vfs.File // the file a non-mapped pack is read through
 }
@@ -175,31 +178,72 @@ func (s *Store) open(dir string) error {
 			return fmt.Errorf("packfs: store %s is open for writing elsewhere: %w", dir, err)
 		}
 		s.lock = l
+		_, err = s.load(dir)
+		return err
 	}
+	// A reader takes no lock, so the writer goes on while it reads: a
+	// checkpoint replaces the manifest and then removes the segments
+	// and packs the old one named, and Rotate cuts the segment being
+	// read. Each file read is whole or missing, so a load that succeeds
+	// holds a state the writer made whole; one that fails met a change
+	// in flight, and starts again. Only a failure on a manifest that did
+	// not move, again and again, is the store's.
+	for attempt, still := 0, 0; ; attempt++ {
+		used, err := s.load(dir)
+		if err == nil {
+			return nil
+		}
+		s.unload()
+		now, nerr := vfs.ReadFile(s.dir, manifestName)
+		if nerr != nil || used == nil || bytes.Equal(now, used) {
+			still++
+		}
+		if still > readOnlyRetries || attempt >= readOnlyAttempts {
+			return err
+		}
+	}
+}
+
+// A read-only open starts again up to readOnlyRetries times on a manifest
+// that did not move, and readOnlyAttempts in all.
+const (
+	readOnlyRetries  = 3
+	readOnlyAttempts = 1000
+)
+
+// load opens the store from its manifest: the packs it lists, then the
+// log replayed over them. It returns the manifest's bytes.
+func (s *Store) load(dir string) ([]byte, error) {
 	names, err := s.dir.ReadDir()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	man, err := readManifest(s.dir)
+	raw, err := vfs.ReadFile(s.dir, manifestName)
+	var man manifest
+	if err == nil {
+		man, err = decodeManifest(raw)
+	}
+	fresh := false
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && !s.opts.ReadOnly:
+		// A new store: its first segment is made before its manifest,
+		// so that a manifest always names a segment that exists. One
+		// that a crash left without its manifest holds no record.
 		for _, n := range names {
-			if strings.HasPrefix(n, "wal-") || strings.HasSuffix(n, ".pack") {
-				return fmt.Errorf("%w: %s holds %s but no %s", ErrCorrupt, dir, n, manifestName)
+			if strings.HasSuffix(n, ".pack") {
+				return nil, fmt.Errorf("%w: %s holds %s but no %s", ErrCorrupt, dir, n, manifestName)
 			}
 		}
-		man = manifest{root: time.Now().UnixNano(), mode: uint32(fs.ModeDir | 0o755)}
-		if err := writeManifest(s.dir, man); err != nil {
-			return err
-		}
+		fresh = true
+		man = manifest{version: manifestVersion, root: time.Now().UnixNano(), mode: uint32(fs.ModeDir | 0o755)}
 	case err != nil:
-		return err
+		return raw, err
 	}
 	s.man = man
-	for _, name := range man.packs {
-		p, err := s.openPack(name)
+	for _, ref := range man.packs {
+		p, err := s.openPack(ref)
 		if err != nil {
-			return err
+			return raw, err
 		}
 		s.packs = append(s.packs, p)
 	}
@@ -212,14 +256,46 @@ func (s *Store) open(dir string) error {
 	if _, ok := s.dir.(interface{ Path(string) string }); ok {
 		prealloc = 1 << 20
 	}
-	s.log, err = wal.Open(s.dir, wal.Options{First: man.wal, ReadOnly: s.opts.ReadOnly, Preallocate: prealloc, Gather: s.gather}, s.replay)
+	replay := s.replay
+	if fresh {
+		replay = func([][]byte) error {
+			return fmt.Errorf("%w: %s holds logged changes but no %s", ErrCorrupt, dir, manifestName)
+		}
+	}
+	s.log, err = wal.Open(s.dir, wal.Options{
+		First:       man.wal,
+		FirstExists: man.version >= 2 && !fresh,
+		ReadOnly:    s.opts.ReadOnly,
+		Preallocate: prealloc,
+		Gather:      s.gather,
+	}, replay)
 	if err != nil {
-		return err
+		if errors.Is(err, wal.ErrCorrupt) && !errors.Is(err, ErrCorrupt) {
+			err = fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		return raw, err
 	}
-	if !s.opts.ReadOnly {
-		return s.removeLeftovers(names)
+	if s.opts.ReadOnly {
+		return raw, nil
 	}
-	return nil
+	if fresh {
+		if err := writeManifest(s.dir, man); err != nil {
+			return raw, err
+		}
+	}
+	return raw, s.removeLeftovers(names)
+}
+
+// unload closes what a failed load of a read-only store opened.
+func (s *Store) unload() {
+	for _, p := range s.packs {
+		p.close()
+	}
+	s.packs = nil
+	if s.log != nil {
+		s.log.Close()
+		s.log = nil
+	}
 }
 
 // union returns a union of a fresh upper layer over the store's packs,
@@ -247,26 +323,54 @@ func newUpper(clock func() time.Time, mode fs.FileMode) *mem.FS {
 // Only changes read it, under wmu.
 func (s *Store) clock() time.Time { return s.now }
 
-func (s *Store) openPack(name string) (*openPack, error) {
+// openPack opens the pack ref names and checks it is the one ref
+// describes, when the manifest recorded that; the result's ref holds the
+// pack's size and sum in any case.
+func (s *Store) openPack(ref packRef) (*openPack, error) {
+	name := ref.name
+	size, sum, err := packSum(s.dir, name)
+	if err != nil {
+		return nil, packError(name, err)
+	}
+	if ref.known && (size != ref.size || sum != ref.sum) {
+		return nil, fmt.Errorf("%w: %s is not the pack %s lists: %d bytes, sum %08x, want %d bytes, sum %08x",
+			ErrCorrupt, name, manifestName, size, sum, ref.size, ref.sum)
+	}
+	ref.size, ref.sum, ref.known = size, sum, true
 	if d, ok := s.dir.(interface{ Path(string) string }); ok {
 		// A host directory: map the pack.
 		r, err := packreader.Open(d.Path(name))
 		if err != nil {
-			return nil, err
+			return nil, packError(name, err)
 		}
-		return &openPack{name: name, r: r}, nil
+		return &openPack{name: name, ref: ref, r: r}, nil
 	}
 	// Another directory (a test's, say) cannot be mapped: read the pack
 	// into memory once.
 	data, err := vfs.ReadFile(s.dir, name)
 	if err != nil {
-		return nil, err
+		return nil, packError(name, err)
 	}
 	r, err := packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, packError(name, fmt.Errorf("%s: %w", name, err))
 	}
-	return &openPack{name: name, r: r}, nil
+	return &openPack{name: name, ref: ref, r: r}, nil
+}
+
+// packError is the error for a pack of the manifest that is missing or
+// damaged: ErrCorrupt, as well as what the file system or the pack reader
+// said.
+func packError(name string, err error) error {
+	switch {
+	case errors.Is(err, ErrCorrupt):
+		return err
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %s lists %s: %w", ErrCorrupt, manifestName, name, err)
+	case errors.Is(err, packreader.ErrCorrupt):
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return err
 }
 
 // replay applies a unit of the log at Open.
@@ -289,7 +393,7 @@ func (s *Store) replay(entries [][]byte) error {
 func (s *Store) removeLeftovers(names []string) error {
 	keep := map[string]bool{}
 	for _, p := range s.man.packs {
-		keep[p] = true
+		keep[p.name] = true
 	}
 	removed := false
 	for _, n := range names {

@@ -8,4 +8,16 @@
 // waiting at the same moment share one write and one fdatasync. Replay
 // stops at a torn tail and truncates it, and fails with ErrCorrupt on
 // damage a crash cannot explain. FORMAT.md gives the byte layout.
+//
+// # Durability
+//
+// Each segment's header holds a slot that every Sync carries forward to
+// the offset the sync before it made durable, and Close to the end; Rotate
+// seals the segment it leaves once the next one is durable. So a segment
+// removed, emptied or cut below what it had made durable is ErrCorrupt,
+// while what a crash leaves (a torn unsynced tail, preallocated zeros, a
+// segment whose creation it interrupted) still replays. Only the units of
+// the last sync of a log not closed since are unprotected: their loss
+// reads as a torn tail. Options.FirstExists says that the first segment
+// must exist.
 package wal

@@ -8,9 +8,16 @@ import (
 
 // The byte layout; FORMAT.md has the tables.
 const (
-	segMagic      = "PACKFSWL"
-	segVersion    = 1
-	segHeaderSize = 32
+	segMagic   = "PACKFSWL"
+	segVersion = 2
+	// segHeaderSize is the header of a version-2 segment: the fixed
+	// header, then the slot, which Sync rewrites.
+	segHeaderSize = 64
+	// v1HeaderSize is the header of a version-1 segment, which has no
+	// slot; such segments are still read, and appended to.
+	v1HeaderSize = 32
+	slotOff      = 32
+	slotSize     = 16
 
 	recMagic      = 0x52_4c_41_57 // "WALR" in little-endian order
 	recHeaderSize = 24
@@ -18,6 +25,13 @@ const (
 	// MaxEntry bounds one entry, so that a damaged length can never ask
 	// for more memory than a segment could hold.
 	MaxEntry = 1<<31 - recHeaderSize
+)
+
+// Slot flags.
+const (
+	// slotSealed says the log goes on in the next segment, and that this
+	// one ends exactly at the slot's offset.
+	slotSealed = 1 << 0
 )
 
 // Record types.
@@ -45,33 +59,92 @@ func parseSegmentName(name string) (uint64, bool) {
 	return id, true
 }
 
-// segmentHeader encodes the header of segment id.
+// segmentHeader encodes the header of a new segment id, its slot saying
+// that the header alone is durable.
 func segmentHeader(id uint64) []byte {
 	h := make([]byte, segHeaderSize)
 	copy(h, segMagic)
 	binary.LittleEndian.PutUint32(h[8:], segVersion)
 	binary.LittleEndian.PutUint64(h[16:], id)
 	binary.LittleEndian.PutUint32(h[24:], crc32.Checksum(h[:24], castagnoli))
+	copy(h[slotOff:], encodeSlot(id, segHeaderSize, 0))
 	return h
 }
 
-// checkSegmentHeader validates h as the header of segment id.
-func checkSegmentHeader(h []byte, id uint64) error {
-	switch {
-	case len(h) < segHeaderSize:
-		return fmt.Errorf("segment header: %d bytes", len(h))
-	case string(h[:8]) != segMagic:
-		return fmt.Errorf("segment header: bad magic")
-	case binary.LittleEndian.Uint32(h[24:]) != crc32.Checksum(h[:24], castagnoli):
-		return fmt.Errorf("segment header: checksum mismatch")
-	case binary.LittleEndian.Uint32(h[8:]) != segVersion:
-		return fmt.Errorf("segment header: version %d, want %d", binary.LittleEndian.Uint32(h[8:]), segVersion)
-	case binary.LittleEndian.Uint32(h[12:]) != 0 || binary.LittleEndian.Uint32(h[28:]) != 0:
-		return fmt.Errorf("segment header: reserved bytes not zero")
-	case binary.LittleEndian.Uint64(h[16:]) != id:
-		return fmt.Errorf("segment header: id %d in the file of segment %d", binary.LittleEndian.Uint64(h[16:]), id)
+// encodeSlot encodes the slot of segment id: the offset known durable,
+// and the flags.
+func encodeSlot(id uint64, durable int64, flags uint32) []byte {
+	b := make([]byte, slotSize)
+	binary.LittleEndian.PutUint64(b, uint64(durable))
+	binary.LittleEndian.PutUint32(b[8:], flags)
+	binary.LittleEndian.PutUint32(b[12:], slotCRC(id, b))
+	return b
+}
+
+// slotCRC is the CRC-32C of the segment id and the slot's first 12 bytes:
+// a slot copied from another segment does not check.
+func slotCRC(id uint64, slot []byte) uint32 {
+	var idb [8]byte
+	binary.LittleEndian.PutUint64(idb[:], id)
+	return crc32.Update(crc32.Checksum(idb[:], castagnoli), castagnoli, slot[:12])
+}
+
+// segHeader is a decoded segment header.
+type segHeader struct {
+	version uint32
+	size    int   // bytes before the first record
+	durable int64 // the slot's offset known durable; the header size for version 1
+	sealed  bool
+}
+
+// checkSegmentHeader validates the header at the start of b as the
+// header of segment id, and decodes it.
+func checkSegmentHeader(b []byte, id uint64) (segHeader, error) {
+	if len(b) < v1HeaderSize {
+		return segHeader{}, fmt.Errorf("segment header: %d bytes", len(b))
 	}
-	return nil
+	le := binary.LittleEndian
+	h := segHeader{version: le.Uint32(b[8:])}
+	switch {
+	case string(b[:8]) != segMagic:
+		return h, fmt.Errorf("segment header: bad magic")
+	case le.Uint32(b[24:]) != crc32.Checksum(b[:24], castagnoli):
+		return h, fmt.Errorf("segment header: checksum mismatch")
+	case h.version != 1 && h.version != segVersion:
+		return h, fmt.Errorf("segment header: version %d, this code reads 1 and %d", h.version, segVersion)
+	case le.Uint32(b[12:]) != 0 || le.Uint32(b[28:]) != 0:
+		return h, fmt.Errorf("segment header: reserved bytes not zero")
+	case le.Uint64(b[16:]) != id:
+		return h, fmt.Errorf("segment header: id %d in the file of segment %d", le.Uint64(b[16:]), id)
+	}
+	if h.version == 1 {
+		h.size, h.durable = v1HeaderSize, v1HeaderSize
+		return h, nil
+	}
+	if len(b) < segHeaderSize {
+		return h, fmt.Errorf("segment header: %d bytes", len(b))
+	}
+	slot := b[slotOff : slotOff+slotSize]
+	flags := le.Uint32(slot[8:])
+	h.size, h.durable, h.sealed = segHeaderSize, int64(le.Uint64(slot)), flags&slotSealed != 0
+	switch {
+	case le.Uint32(slot[12:]) != slotCRC(id, slot):
+		return h, fmt.Errorf("segment slot: checksum mismatch")
+	case flags&^slotSealed != 0 || !allZero(b[slotOff+slotSize:segHeaderSize]):
+		return h, fmt.Errorf("segment slot: reserved bits not zero")
+	case h.durable < segHeaderSize || h.durable > 1<<offsetBits-1:
+		return h, fmt.Errorf("segment slot: durable offset %d", h.durable)
+	}
+	return h, nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // appendRecord appends a record to b. synced is the segment offset known

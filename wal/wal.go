@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -13,8 +14,8 @@ import (
 
 // ErrCorrupt is wrapped by the error Open gives for damage that a torn
 // write cannot explain: a bad record before one that was written after it
-// had been made durable, a bad record in a segment that a later one
-// follows, a missing segment.
+// had been made durable, a segment shorter than its slot says was durable,
+// a bad record in a segment that a later one follows, a missing segment.
 var ErrCorrupt = errors.New("wal: corrupt log")
 
 // ErrClosed is what an Append or Sync on a closed Log gives.
@@ -39,6 +40,10 @@ type Options struct {
 	// First is the id of the first segment to replay; older segments are
 	// left over from a checkpoint and are removed.
 	First uint64
+	// FirstExists says that segment First was made durable, header and
+	// name, before the caller recorded First: its absence or a damaged
+	// header is then corruption, not a crash while it was being created.
+	FirstExists bool
 	// ReadOnly replays without changing anything: a torn tail is left in
 	// place, and Append fails.
 	ReadOnly bool
@@ -88,6 +93,7 @@ type Log struct {
 	// commit leader.
 	flushMu   sync.Mutex
 	allocated int64         // the segment file's size; guarded by flushMu
+	slot      int64         // the durable offset the segment's slot holds, -1 if it has none; guarded by flushMu
 	synced    atomic.Uint64 // an LSN: everything before it is durable
 }
 
@@ -128,16 +134,37 @@ func Open(fsys vfs.FS, opts Options, apply func(entries [][]byte) error) (*Log, 
 			return nil, fmt.Errorf("%w: segment %d missing", ErrCorrupt, opts.First+uint64(i))
 		}
 	}
+	if len(ids) == 0 && opts.FirstExists {
+		return nil, fmt.Errorf("%w: segment %d missing", ErrCorrupt, opts.First)
+	}
+	// exists says the segment replayed next had been made durable: the
+	// caller says so of the first, a sealed segment of the one after it.
+	exists := opts.FirstExists
+	unsealed, unsealedEnd := false, int64(0) // a segment a crash in Rotate left unsealed
 	for i, id := range ids {
 		last := i == len(ids)-1
-		end, err := l.replaySegment(id, last, apply)
+		h, end, units, err := l.replaySegment(id, last, exists, apply)
 		if err != nil {
 			return nil, err
 		}
+		if unsealed && (!last || units > 0) {
+			return nil, fmt.Errorf("%w: %s is followed by segments but not sealed", ErrCorrupt, segmentName(id-1))
+		}
+		if !last && !h.sealed && h.version >= 2 {
+			// Rotate makes the next segment durable before it seals
+			// this one: a crash in between leaves this one unsealed
+			// and the next, the last, without records.
+			unsealed, unsealedEnd = true, end
+		}
+		exists = h.sealed
 		l.segs = append(l.segs, id)
 		l.size += end
 		if last {
 			l.id, l.written, l.durable, l.allocated = id, end, end, end
+			l.slot = -1
+			if h.version >= 2 {
+				l.slot = h.durable
+			}
 		}
 	}
 	if len(ids) == 0 {
@@ -149,8 +176,14 @@ func Open(fsys vfs.FS, opts Options, apply func(entries [][]byte) error) (*Log, 
 		}
 		l.segs = append(l.segs, l.id)
 		l.size = segHeaderSize
-		l.written, l.durable, l.allocated = segHeaderSize, segHeaderSize, segHeaderSize
+		l.written, l.durable, l.allocated, l.slot = segHeaderSize, segHeaderSize, segHeaderSize, segHeaderSize
 	} else if !l.readOnly {
+		if unsealed {
+			// Finish the Rotate the crash cut short.
+			if err := l.seal(l.id-1, unsealedEnd); err != nil {
+				return nil, err
+			}
+		}
 		if l.seg, err = fsys.OpenFile(segmentName(l.id), os.O_WRONLY, 0); err != nil {
 			return nil, err
 		}
@@ -159,29 +192,36 @@ func Open(fsys vfs.FS, opts Options, apply func(entries [][]byte) error) (*Log, 
 	return l, nil
 }
 
-// replaySegment replays segment id and returns where its valid records
-// end, having truncated a torn tail if the segment is the last.
-func (l *Log) replaySegment(id uint64, last bool, apply func([][]byte) error) (int64, error) {
+// replaySegment replays segment id and returns its header, where its
+// valid records end and how many units it held, having truncated a torn
+// tail if the segment is the last. exists says the segment had been made
+// durable, so that a damaged header is no crash while it was created.
+func (l *Log) replaySegment(id uint64, last, exists bool, apply func([][]byte) error) (segHeader, int64, int, error) {
 	name := segmentName(id)
-	b, err := vfs.ReadFile(l.fsys, name)
+	b, err := l.read(name)
 	if err != nil {
-		return 0, err
+		if errors.Is(err, os.ErrNotExist) {
+			err = fmt.Errorf("%w: segment %d missing: %w", ErrCorrupt, id, err)
+		}
+		return segHeader{}, 0, 0, err
 	}
-	if err := checkSegmentHeader(b, id); err != nil {
+	h, err := checkSegmentHeader(b, id)
+	if err != nil {
 		// A crash while the segment was being created leaves its header
 		// short or zero; the segment was never used, so it starts again.
-		if last && torn(b, 0) {
+		if last && !exists && torn(b, 0) {
 			if !l.readOnly {
 				if err := l.recreate(id); err != nil {
-					return 0, err
+					return segHeader{}, 0, 0, err
 				}
 			}
-			return segHeaderSize, nil
+			return segHeader{version: segVersion, size: segHeaderSize, durable: segHeaderSize}, segHeaderSize, 0, nil
 		}
-		return 0, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
+		return segHeader{}, 0, 0, fmt.Errorf("%w: %s: %v", ErrCorrupt, name, err)
 	}
-	off := segHeaderSize
+	off := h.size
 	good := off // the end of the last committed unit
+	units := 0
 	var tx [][]byte
 	var txStart, txCount int
 	inTx := false
@@ -200,39 +240,74 @@ func (l *Log) replaySegment(id uint64, last bool, apply func([][]byte) error) (i
 					break
 				}
 				if err := apply(tx); err != nil {
-					return 0, fmt.Errorf("wal: %s at %d: %w", name, txStart, err)
+					return h, 0, 0, fmt.Errorf("wal: %s at %d: %w", name, txStart, err)
 				}
 				inTx = false
 				good = off + r.size
+				units++
 			case r.typ == recEntry && !inTx:
 				if err := apply([][]byte{r.payload}); err != nil {
-					return 0, fmt.Errorf("wal: %s at %d: %w", name, off, err)
+					return h, 0, 0, fmt.Errorf("wal: %s at %d: %w", name, off, err)
 				}
 				good = off + r.size
+				units++
 			default:
 				perr = fmt.Errorf("record of type %d out of place", r.typ)
 			}
 		}
 		if perr != nil {
 			if !last || !torn(b, off) {
-				return 0, fmt.Errorf("%w: %s at %d: %v", ErrCorrupt, name, off, perr)
+				return h, 0, 0, fmt.Errorf("%w: %s at %d: %v", ErrCorrupt, name, off, perr)
 			}
 			break
 		}
 		off += r.size
 	}
-	if !last && inTx {
+	switch {
+	case int64(good) < h.durable:
+		// The slot is rewritten only to offsets already durable, and a
+		// crash never takes back what was durable.
+		return h, 0, 0, fmt.Errorf("%w: %s: records end at %d, but %d had been made durable", ErrCorrupt, name, good, h.durable)
+	case h.sealed && last:
+		return h, 0, 0, fmt.Errorf("%w: %s is sealed: the log goes on in segment %d, which is missing", ErrCorrupt, name, id+1)
+	case h.sealed && int64(len(b)) != h.durable:
+		return h, 0, 0, fmt.Errorf("%w: %s is sealed at %d but holds %d bytes", ErrCorrupt, name, h.durable, len(b))
+	case !last && inTx:
 		// A transaction never spans segments, and a segment is synced
 		// whole before the next is made.
-		return 0, fmt.Errorf("%w: %s ends inside a transaction", ErrCorrupt, name)
+		return h, 0, 0, fmt.Errorf("%w: %s ends inside a transaction", ErrCorrupt, name)
 	}
 	if good < len(b) && !l.readOnly {
 		// The tail holds a torn record or an uncommitted transaction.
 		if err := l.truncate(name, int64(good)); err != nil {
-			return 0, err
+			return h, 0, 0, err
 		}
 	}
-	return int64(good), nil
+	return h, int64(good), units, nil
+}
+
+// read reads segment name whole. A read-only log may read a segment that
+// its writer is cutting at that moment (Rotate cuts preallocated zeros):
+// then what was read is what the segment held, and is kept.
+func (l *Log) read(name string) ([]byte, error) {
+	if !l.readOnly {
+		return vfs.ReadFile(l.fsys, name)
+	}
+	f, err := l.fsys.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, size)
+	n, err := f.ReadAt(b, 0)
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	return b[:n], nil
 }
 
 // torn reports whether bad bytes at off in a last segment can be a torn
@@ -303,8 +378,29 @@ func (l *Log) start(f vfs.File, id uint64) error {
 		return err
 	}
 	l.seg = f
-	l.allocated = segHeaderSize
+	l.allocated, l.slot = segHeaderSize, segHeaderSize
 	return nil
+}
+
+// seal marks segment id, whose records end at end, as followed by the
+// next segment, and makes that durable.
+func (l *Log) seal(id uint64, end int64) error {
+	f, err := l.fsys.OpenFile(segmentName(id), os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	err = sealFile(f, id, end)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func sealFile(f vfs.File, id uint64, end int64) error {
+	if _, err := f.WriteAt(encodeSlot(id, end, slotSealed), slotOff); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 // Append adds entries to the log as one committed unit: one entry alone,
@@ -442,7 +538,7 @@ func (l *Log) flush(upTo LSN) error {
 	}
 	data := l.buf
 	l.buf, l.spare = l.spare[:0], nil
-	seg, id, at := l.seg, l.id, l.written
+	seg, id, at, durable := l.seg, l.id, l.written, l.durable
 	l.written += int64(len(data))
 	l.mu.Unlock()
 
@@ -453,8 +549,18 @@ func (l *Log) flush(upTo LSN) error {
 	if err == nil && len(data) > 0 {
 		_, err = seg.WriteAt(data, at)
 	}
+	slot := sync && l.slot >= 0 && durable > l.slot
+	if err == nil && slot {
+		// The same sync carries the slot forward to what the last one
+		// made durable: the slot never claims bytes this sync may still
+		// lose, and a segment cut short below it is no crash.
+		_, err = seg.WriteAt(encodeSlot(id, durable, 0), slotOff)
+	}
 	if err == nil && sync {
 		err = seg.Sync()
+	}
+	if err == nil && slot {
+		l.slot = durable
 	}
 	if err != nil {
 		l.mu.Lock()
@@ -514,6 +620,10 @@ func (l *Log) Rotate() (uint64, error) {
 		return 0, errors.New("wal: Rotate raced with Append; the caller must hold appends")
 	}
 	old := l.seg
+	next := l.id + 1
+	if next >= maxSegments {
+		return 0, fmt.Errorf("wal: segment ids exhausted at %d", l.id)
+	}
 	if l.allocated > l.written {
 		// Cut the preallocated zeros off before a segment follows: only
 		// the last segment may end in anything but a record.
@@ -526,10 +636,7 @@ func (l *Log) Rotate() (uint64, error) {
 			return 0, err
 		}
 	}
-	next := l.id + 1
-	if next >= maxSegments {
-		return 0, fmt.Errorf("wal: segment ids exhausted at %d", l.id)
-	}
+	oldID, oldEnd, sealable := l.id, l.written, l.slot >= 0
 	f, err := l.fsys.OpenFile(segmentName(next), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		l.err = err
@@ -540,6 +647,15 @@ func (l *Log) Rotate() (uint64, error) {
 		return 0, err
 	}
 	l.id = next
+	if sealable {
+		// Only once the next segment is durable does the old one say
+		// that it exists: a sealed last segment is then damage.
+		if err := sealFile(old, oldID, oldEnd); err != nil {
+			old.Close()
+			l.err = fmt.Errorf("wal: %s: %w", segmentName(oldID), err)
+			return 0, l.err
+		}
+	}
 	old.Close()
 	l.written, l.durable = segHeaderSize, segHeaderSize
 	l.segs = append(l.segs, next)
@@ -588,6 +704,16 @@ func (l *Log) Close() error {
 		return ErrClosed
 	}
 	l.closed = true
+	if err == nil && l.seg != nil && l.slot >= 0 && l.durable > l.slot {
+		// A last sync of the slot, so that a closed log vouches for
+		// every record it holds.
+		if _, err = l.seg.WriteAt(encodeSlot(l.id, l.durable, 0), slotOff); err == nil {
+			err = l.seg.Sync()
+		}
+		if err == nil {
+			l.slot = l.durable
+		}
+	}
 	if l.seg != nil {
 		if cerr := l.seg.Close(); err == nil {
 			err = cerr

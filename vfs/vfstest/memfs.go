@@ -126,7 +126,9 @@ func (m *MemFS) step(format string, args ...any) error {
 // Torn says what a power cut keeps of what was not durable.
 type Torn struct {
 	// Keep is the share of each file's non-durable bytes that reach the
-	// disk anyway, 512-byte sector by sector, the rest reading as zeros.
+	// disk anyway, 512-byte sector by sector, each sector written whole
+	// or not at all: the rest read as they were when last durable, zeros
+	// past the durable end.
 	// 0 drops them all.
 	Keep float64
 	// Names keeps a random prefix of the directory changes made since
@@ -183,9 +185,13 @@ func (ino *inode) afterCut(keep float64, r *rand.Rand) []byte {
 		return out
 	}
 	// The size reached the disk: the file has its new length, and each
-	// sector past the durable point holds the new bytes or zeros.
+	// sector past the durable point holds the new bytes or, written
+	// whole or not at all, the old ones (zeros past the old end).
 	from := min(ino.dirty, len(ino.data))
-	out = append(out[:min(from, len(out))], make([]byte, len(ino.data)-from)...)
+	if len(out) > len(ino.data) {
+		out = out[:len(ino.data)]
+	}
+	out = append(out, make([]byte, len(ino.data)-len(out))...)
 	const sector = 512
 	for off := from; off < len(ino.data); off = (off/sector + 1) * sector {
 		end := min((off/sector+1)*sector, len(ino.data))
