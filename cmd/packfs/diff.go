@@ -358,6 +358,5 @@ func fileKind(fi fs.FileInfo) string {
 	return "irregular file"
 }
 
-
 // modeBits are the mode bits a store keeps beside the type.
 const modeBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
