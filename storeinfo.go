@@ -21,9 +21,13 @@ type StoreInfo struct {
 func (s *Store) Info() StoreInfo {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	packs := make([]string, len(s.man.packs))
+	for i, p := range s.man.packs {
+		packs[i] = p.name
+	}
 	return StoreInfo{
 		Generation: s.man.gen,
-		Packs:      slices.Clone(s.man.packs),
+		Packs:      packs,
 		LogSegment: s.man.wal,
 		LogBytes:   s.log.Size(),
 		ReadOnly:   s.opts.ReadOnly,

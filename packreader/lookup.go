@@ -26,11 +26,12 @@ func (r *Reader) dirAt(dir pathwalk.Dir) (uint64, packformat.Record, error) {
 // LookupAt looks name up in a directory found by an earlier LookupAt (nil:
 // the root), for a union's resolution: one binary search, whatever the
 // directory's depth. The handle of a directory is its record's index.
-func (r *Reader) LookupAt(dir pathwalk.Dir, name string) (pathwalk.Entry, error) {
-	if err := r.rlock("lstat", name); err != nil {
+func (r *Reader) LookupAt(dir pathwalk.Dir, name string) (_ pathwalk.Entry, err error) {
+	g, err := r.rlock("lstat", name)
+	if err != nil {
 		return pathwalk.Entry{}, err
 	}
-	defer r.mu.RUnlock()
+	defer r.runlock("lstat", name, g, &err)
 	d, dr, err := r.dirAt(dir)
 	if err != nil {
 		return pathwalk.Entry{}, err
@@ -51,11 +52,12 @@ func (r *Reader) LookupAt(dir pathwalk.Dir, name string) (pathwalk.Entry, error)
 }
 
 // ReadLinkAt returns the target of the symlink name in dir.
-func (r *Reader) ReadLinkAt(dir pathwalk.Dir, name string) (string, error) {
-	if err := r.rlock("readlink", name); err != nil {
+func (r *Reader) ReadLinkAt(dir pathwalk.Dir, name string) (_ string, err error) {
+	g, err := r.rlock("readlink", name)
+	if err != nil {
 		return "", err
 	}
-	defer r.mu.RUnlock()
+	defer r.runlock("readlink", name, g, &err)
 	d, dr, err := r.dirAt(dir)
 	if err != nil {
 		return "", err
