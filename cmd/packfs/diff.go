@@ -329,11 +329,23 @@ func openSource(name string) (fs.FS, func() error, error) {
 	if fi.IsDir() {
 		return os.DirFS(name), func() error { return nil }, nil
 	}
+	if err := packFile(name, fi); err != nil {
+		return nil, nil, err
+	}
 	r, err := packreader.Open(name)
 	if err != nil {
 		return nil, nil, err
 	}
 	return r, r.Close, nil
+}
+
+// packFile refuses to read a pack from what is not a regular file: a
+// FIFO or a terminal would block the open, a device read until it ends.
+func packFile(name string, fi fs.FileInfo) error {
+	if fi.Mode().IsRegular() {
+		return nil
+	}
+	return &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("is a %s, not a pack file or a directory", fileKind(fi))}
 }
 
 // fileKind names a file's type as a user says it.

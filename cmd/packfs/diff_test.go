@@ -10,6 +10,7 @@ import (
 
 	"github.com/packfs/packfs/conformance"
 	"github.com/packfs/packfs/layer/mem"
+	"golang.org/x/sys/unix"
 )
 
 // diffTree makes a tree with one of each kind under dir, every time t0.
@@ -139,6 +140,8 @@ func TestIssue15DiffTrouble(t *testing.T) {
 	data[64+10] ^= 0xff // inside f's content: only a read finds it
 	bad := filepath.Join(tmp, "bad.pack")
 	must(t, os.WriteFile(bad, data, 0o644))
+	fifo := filepath.Join(tmp, "fifo")
+	must(t, unix.Mkfifo(fifo, 0o644))
 	for _, tc := range []struct {
 		args []string
 		msg  string
@@ -147,6 +150,7 @@ func TestIssue15DiffTrouble(t *testing.T) {
 		{[]string{"diff", bad, a}, "bad.pack: read f: packreader: corrupt pack"},
 		{[]string{"diff", filepath.Join(tmp, "a", "f"), a}, "packreader"},
 		{[]string{"diff", pack}, "wrong number of arguments"},
+		{[]string{"diff", fifo, a}, "is a FIFO, not a pack file or a directory"}, // not a hang
 	} {
 		r := cliWant(t, 2, tc.args...)
 		if r.stdout != "" || !strings.Contains(r.stderr, tc.msg) {

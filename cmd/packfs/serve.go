@@ -101,6 +101,9 @@ func openTree(name string) (*tree, error) {
 		}
 		return &tree{kind: "store", fsys: s, fp: fp, close: s.Close}, nil
 	}
+	if err := packFile(name, fi); err != nil {
+		return nil, err
+	}
 	r, fp, err := openPack(name)
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/packfs/packfs"
+	"golang.org/x/sys/unix"
 )
 
 // server is a packfs serve child process.
@@ -240,10 +241,12 @@ func TestIssue15ServeStore(t *testing.T) {
 func TestIssue15ServeRefuses(t *testing.T) {
 	tmp := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(tmp, "junk"), []byte("not a pack"), 0o644))
+	must(t, unix.Mkfifo(filepath.Join(tmp, "fifo"), 0o644))
 	for _, tc := range []struct{ target, msg string }{
 		{tmp, "not a store directory"},
 		{filepath.Join(tmp, "junk"), "packreader"},
 		{filepath.Join(tmp, "absent"), "no such file"},
+		{filepath.Join(tmp, "fifo"), "is a FIFO"},
 	} {
 		r := cliWant(t, 1, "serve", "--addr", "127.0.0.1:0", tc.target)
 		if !strings.Contains(r.stderr, tc.msg) {

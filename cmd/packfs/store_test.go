@@ -234,12 +234,15 @@ func TestIssue15StoreExportOut(t *testing.T) {
 	cliWant(t, 0, "store", "export", dir, fifo)
 	checkPack("export to a FIFO", <-got)
 
+	sneaky := filepath.Join(tmp, "sneaky.pack")
+	must(t, os.Symlink("store/../store/mine.pack", sneaky))
 	null := filepath.Join(tmp, "null")
 	must(t, unix.Mknod(null, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))))
 	for _, tc := range []struct{ out, msg string }{
 		{null, "is a character device, not a regular file"},
 		{tmp, "is a directory, not a regular file"},
 		{filepath.Join(dir, "mine.pack"), "is in the store directory"},
+		{sneaky, "is in the store directory"},
 	} {
 		r := cliWant(t, 1, "store", "export", dir, tc.out)
 		if !strings.Contains(r.stderr, tc.msg) {
