@@ -124,6 +124,7 @@ type differ struct {
 	lines        []diffLine
 	stderr       io.Writer
 	skipped      bool // a name was left out: diff exits 2, as diff(1) on trouble
+	bufA, bufB   []byte
 }
 
 // skip reports an entry of fsys left out of the comparison.
@@ -266,7 +267,10 @@ func (d *differ) sameContent(p string) (bool, error) {
 		return false, d.in(d.b, err)
 	}
 	defer fb.Close()
-	ba, bb := make([]byte, 64<<10), make([]byte, 64<<10)
+	if d.bufA == nil {
+		d.bufA, d.bufB = make([]byte, 64<<10), make([]byte, 64<<10)
+	}
+	ba, bb := d.bufA, d.bufB
 	for {
 		na, erra := io.ReadFull(fa, ba)
 		nb, errb := io.ReadFull(fb, bb)

@@ -103,10 +103,10 @@ func storeInfo(args []string, stdout, _ io.Writer) error {
 	}
 	defer s.Close()
 	info := s.Info()
-	tw := tabwriter.NewWriter(stdout, 0, 8, 1, ' ', 0)
-	fmt.Fprintf(tw, "generation:\t%d\n", info.Generation)
-	fmt.Fprintf(tw, "log:\t%d bytes from segment %d\n", info.LogBytes, info.LogSegment)
-	fmt.Fprintf(tw, "packs:\t%d\n", len(info.Packs))
+	fmt.Fprintf(stdout, "generation: %d\n", info.Generation)
+	fmt.Fprintf(stdout, "log:        %d bytes from segment %d\n", info.LogBytes, info.LogSegment)
+	fmt.Fprintf(stdout, "packs:      %d, top first\n", len(info.Packs))
+	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
 	for _, p := range info.Packs {
 		size := "gone (a writer flattened it since)"
 		if fi, err := os.Stat(filepath.Join(args[0], p)); err == nil {
@@ -130,7 +130,7 @@ func openStoreWritable(dir string, create bool) (*packfs.Store, error) {
 			return nil, fmt.Errorf("%s: not a store directory (no %s)", dir, storeManifest)
 		}
 	}
-	return packfs.Open(dir, &packfs.Options{CheckpointBytes: -1})
+	return packfs.Open(dir, nil)
 }
 
 func storeCheckpoint(args []string, stdout, _ io.Writer) error {
