@@ -214,15 +214,15 @@ func storeExport(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return writePackOut(out, dir, snap, stdout)
+	return exportPackTo(out, dir, snap, stdout)
 }
 
-// writePackOut writes a pack of fsys to out: "-" streams it to stdout,
+// exportPackTo writes a pack of fsys to out: "-" streams it to stdout,
 // a FIFO is streamed into, a regular file or a new name is written
 // atomically (through a symlink, which stays), and anything else is
 // refused. So is a name in the store directory dir, which a writer
 // would take for a pack of its own left over and remove.
-func writePackOut(out, dir string, fsys fs.FS, stdout io.Writer) error {
+func exportPackTo(out, dir string, fsys fs.FS, stdout io.Writer) error {
 	if out == "-" {
 		return packwriter.Write(stdout, fsys)
 	}
@@ -238,7 +238,7 @@ func writePackOut(out, dir string, fsys fs.FS, stdout io.Writer) error {
 		}
 		return errors.Join(packwriter.Write(f, fsys), f.Close())
 	case !fi.Mode().IsRegular():
-		return &fs.PathError{Op: "export", Path: out, Err: fmt.Errorf("is a %s, not a regular file", fileKind(fi))}
+		return &fs.PathError{Op: "export", Path: out, Err: fmt.Errorf("is a %s, not a regular file", entryKindName(fi))}
 	}
 	target, err := followLinks(out)
 	if err != nil {
@@ -299,7 +299,7 @@ func storeImport(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	src, closeSrc, err := openSource(srcName)
+	src, closeSrc, err := openPackOrDir(srcName)
 	if err != nil {
 		return err
 	}
@@ -375,7 +375,7 @@ func planImport(s *packfs.Store, src fs.FS, srcName, dir, at string, stderr io.W
 		return nil, err
 	}
 	err := fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
-		if nerr := checkName(p); nerr != nil {
+		if nerr := checkUTF8Name(p); nerr != nil {
 			return fmt.Errorf("%s: %w", srcName, nerr)
 		}
 		if err != nil {
@@ -396,10 +396,10 @@ func planImport(s *packfs.Store, src fs.FS, srcName, dir, at string, stderr io.W
 		m := info.Mode()
 		switch t := m.Type(); {
 		case t == 0, t == fs.ModeDir, t == fs.ModeSymlink:
-		case isWhiteout(info):
+		case hostWhiteout(info):
 			return &fs.PathError{Op: "import", Path: p, Err: errors.New("a whiteout: the source is a delta pack; import a flattened one")}
 		default:
-			return &fs.PathError{Op: "import", Path: p, Err: fmt.Errorf("a %s: a store holds files, directories and symlinks", fileKind(info))}
+			return &fs.PathError{Op: "import", Path: p, Err: fmt.Errorf("a %s: a store holds files, directories and symlinks", entryKindName(info))}
 		}
 		it := importItem{src: p, dst: dst, info: info}
 		have, err := s.Lstat(dst)
@@ -409,7 +409,7 @@ func planImport(s *packfs.Store, src fs.FS, srcName, dir, at string, stderr io.W
 			return err
 		case have.IsDir() && info.IsDir():
 		case have.IsDir() || info.IsDir():
-			return &fs.PathError{Op: "import", Path: dst, Err: fmt.Errorf("the store has a %s where %s has a %s", fileKind(have), srcName, fileKind(info))}
+			return &fs.PathError{Op: "import", Path: dst, Err: fmt.Errorf("the store has a %s where %s has a %s", entryKindName(have), srcName, entryKindName(info))}
 		case !importForce:
 			return &fs.PathError{Op: "import", Path: dst, Err: fmt.Errorf("%w (--force replaces it)", fs.ErrExist)}
 		default:
@@ -487,7 +487,7 @@ func runImport(s *packfs.Store, src fs.FS, items []importItem) error {
 	return s.Update(func(tx *packfs.Tx) error {
 		for _, it := range slices.Backward(items) {
 			if it.info.IsDir() {
-				if err := tx.Chmod(it.dst, it.info.Mode()&modeBits); err != nil {
+				if err := tx.Chmod(it.dst, it.info.Mode()&keptModeBits); err != nil {
 					return err
 				}
 				if err := tx.Chtimes(it.dst, it.info.ModTime(), it.info.ModTime()); err != nil {
@@ -511,19 +511,19 @@ func importOne(tx *packfs.Tx, it importItem, data []byte) error {
 	switch m.Type() {
 	case fs.ModeDir:
 		if it.src == "." {
-			return tx.MkdirAll(it.dst, m&modeBits) // the import's target, and its parents
+			return tx.MkdirAll(it.dst, m&keptModeBits) // the import's target, and its parents
 		}
-		if err := tx.Mkdir(it.dst, m&modeBits); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := tx.Mkdir(it.dst, m&keptModeBits); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
 		return nil
 	case fs.ModeSymlink:
 		return tx.Symlink(string(data), it.dst)
 	}
-	if err := tx.WriteFile(it.dst, data, m&modeBits); err != nil {
+	if err := tx.WriteFile(it.dst, data, m&keptModeBits); err != nil {
 		return err
 	}
-	if err := tx.Chmod(it.dst, m&modeBits); err != nil {
+	if err := tx.Chmod(it.dst, m&keptModeBits); err != nil {
 		return err
 	}
 	return tx.Chtimes(it.dst, it.info.ModTime(), it.info.ModTime())
@@ -543,7 +543,7 @@ func importLarge(s *packfs.Store, src fs.FS, it importItem) (err error) {
 	var tmp string
 	for i := 0; ; i++ {
 		tmp = path.Join(path.Dir(it.dst), fmt.Sprintf(".packfs-import-%d-%d", os.Getpid(), i))
-		out, err = s.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, m&modeBits)
+		out, err = s.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, m&keptModeBits)
 		if !errors.Is(err, fs.ErrExist) {
 			break
 		}
@@ -567,7 +567,7 @@ func importLarge(s *packfs.Store, src fs.FS, it importItem) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := s.Chmod(tmp, m&modeBits); err != nil {
+	if err := s.Chmod(tmp, m&keptModeBits); err != nil {
 		return err
 	}
 	if err := s.Chtimes(tmp, it.info.ModTime(), it.info.ModTime()); err != nil {
