@@ -52,7 +52,11 @@ func storeUsage(w io.Writer) {
 		fmt.Fprintf(tw, "  %s %s\t%s\n", s.name, s.args, s.help)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\noptions:\n  --force\treplace files and symlinks on import (directories merge)\n")
+	fmt.Fprintf(w, "\noptions:\n  --force  replace files and symlinks on import (directories merge)\n")
+	fmt.Fprintf(w, "\nimport checks every entry before it writes any, then commits in transactions of\n"+
+		"up to %d entries or %d MiB (a larger file alone, renamed into place whole): an\n"+
+		"import that fails midway keeps the transactions before it. Symlinks keep the\n"+
+		"time of the import, as the store sets times through symlinks only.\n", importBatchEntries, importBatchBytes>>20)
 }
 
 func cmdStore(_ *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
