@@ -20,8 +20,8 @@ func init() {
 	}
 }
 
-// cliCommand returns the command line args as a child process.
-func cliCommand(t *testing.T, args ...string) *exec.Cmd {
+// childCommand returns the command line args as a child process.
+func childCommand(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -32,20 +32,20 @@ func cliCommand(t *testing.T, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// cliResult is what a child process of the CLI did.
-type cliResult struct {
+// childResult is what a child process of the CLI did.
+type childResult struct {
 	code           int
 	stdout, stderr string
 }
 
-// cli runs the command line args in a child process and waits for it.
-func cli(t *testing.T, args ...string) cliResult {
+// runChild runs the command line args in a child process and waits for it.
+func runChild(t *testing.T, args ...string) childResult {
 	t.Helper()
-	cmd := cliCommand(t, args...)
+	cmd := childCommand(t, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
-	r := cliResult{stdout: out.String(), stderr: errb.String()}
+	r := childResult{stdout: out.String(), stderr: errb.String()}
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):
@@ -56,10 +56,10 @@ func cli(t *testing.T, args ...string) cliResult {
 	return r
 }
 
-// cliWant runs args and fails the test unless the exit status is code.
-func cliWant(t *testing.T, code int, args ...string) cliResult {
+// runChildWant runs args and fails the test unless the exit status is code.
+func runChildWant(t *testing.T, code int, args ...string) childResult {
 	t.Helper()
-	r := cli(t, args...)
+	r := runChild(t, args...)
 	if r.code != code {
 		t.Fatalf("packfs %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, code, r.stdout, r.stderr)
 	}

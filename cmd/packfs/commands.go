@@ -163,7 +163,7 @@ func packOutput(out string, stdout io.Writer) (*output, error) {
 	case t == fs.ModeDir:
 		return nil, fmt.Errorf("%s: is a directory; name the pack file to write", out)
 	default:
-		return nil, fmt.Errorf("%s: is a %s, not a regular file; a pack replaces only a regular file (use - for standard output)", out, fileKind(fi))
+		return nil, fmt.Errorf("%s: is a %s, not a regular file; a pack replaces only a regular file (use - for standard output)", out, entryKindName(fi))
 	}
 }
 

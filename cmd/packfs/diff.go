@@ -71,12 +71,12 @@ func diffFlags(fl *flag.FlagSet) {
 // as diff(1): 0 same, 1 different, 2 trouble.
 func cmdDiff(_ *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	trouble := func(err error) error { return &statusError{code: 2, err: err} }
-	a, closeA, err := openSource(args[0])
+	a, closeA, err := openPackOrDir(args[0])
 	if err != nil {
 		return trouble(err)
 	}
 	defer closeA()
-	b, closeB, err := openSource(args[1])
+	b, closeB, err := openPackOrDir(args[1])
 	if err != nil {
 		return trouble(err)
 	}
@@ -88,7 +88,7 @@ func cmdDiff(_ *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	slices.SortStableFunc(d.lines, func(x, y diffLine) int { return strings.Compare(x.path, y.path) })
 	var buf bytes.Buffer
 	for _, l := range d.lines {
-		fmt.Fprintf(&buf, "%s %s%s\n", l.kind, quoteName(l.path), l.detail)
+		fmt.Fprintf(&buf, "%s %s%s\n", l.kind, diffQuote(l.path), l.detail)
 	}
 	if _, err := stdout.Write(buf.Bytes()); err != nil {
 		return trouble(err)
@@ -102,16 +102,16 @@ func cmdDiff(_ *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// errNotUTF8 is why a host name that is not UTF-8 cannot be compared or
+// errNameNotUTF8 is why a host name that is not UTF-8 cannot be compared or
 // imported: io/fs paths are UTF-8.
-var errNotUTF8 = errors.New("name is not valid UTF-8, which io/fs paths must be")
+var errNameNotUTF8 = errors.New("name is not valid UTF-8, which io/fs paths must be")
 
-// checkName refuses a name io/fs cannot hold, saying which and why.
-func checkName(p string) error {
+// checkUTF8Name refuses a name io/fs cannot hold, saying which and why.
+func checkUTF8Name(p string) error {
 	if utf8.ValidString(p) {
 		return nil
 	}
-	return &fs.PathError{Op: "open", Path: strconv.Quote(p), Err: errNotUTF8}
+	return &fs.PathError{Op: "open", Path: strconv.Quote(p), Err: errNameNotUTF8}
 }
 
 type diffLine struct{ kind, path, detail string }
@@ -123,6 +123,7 @@ type differ struct {
 	lines        []diffLine
 	stderr       io.Writer
 	skipped      bool // a name was left out: diff exits 2, as diff(1) on trouble
+	bufA, bufB   []byte
 }
 
 // skip reports an entry of fsys left out of the comparison.
@@ -165,8 +166,8 @@ func (d *differ) compare(p string) error {
 		}
 		return nil
 	}
-	if am&modeBits != bm&modeBits {
-		d.add("mode", p, ": "+(am&modeBits).String()+" -> "+(bm&modeBits).String())
+	if am&keptModeBits != bm&keptModeBits {
+		d.add("mode", p, ": "+(am&keptModeBits).String()+" -> "+(bm&keptModeBits).String())
 	}
 	switch am.Type() {
 	case 0:
@@ -187,7 +188,7 @@ func (d *differ) compare(p string) error {
 			return d.in(d.b, err)
 		}
 		if at != bt {
-			d.add("target", p, ": "+quoteName(at)+" -> "+quoteName(bt))
+			d.add("target", p, ": "+diffQuote(at)+" -> "+diffQuote(bt))
 		}
 	}
 	if d.times && !ai.ModTime().Equal(bi.ModTime()) {
@@ -207,11 +208,11 @@ func (d *differ) compare(p string) error {
 	// Both listings are sorted by name: merge them.
 	for len(ae) > 0 || len(be) > 0 {
 		switch {
-		case len(ae) > 0 && checkName(ae[0].Name()) != nil:
-			d.skip(d.a, checkName(path.Join(p, ae[0].Name())))
+		case len(ae) > 0 && checkUTF8Name(ae[0].Name()) != nil:
+			d.skip(d.a, checkUTF8Name(path.Join(p, ae[0].Name())))
 			ae = ae[1:]
-		case len(be) > 0 && checkName(be[0].Name()) != nil:
-			d.skip(d.b, checkName(path.Join(p, be[0].Name())))
+		case len(be) > 0 && checkUTF8Name(be[0].Name()) != nil:
+			d.skip(d.b, checkUTF8Name(path.Join(p, be[0].Name())))
 			be = be[1:]
 		case len(be) == 0 || len(ae) > 0 && ae[0].Name() < be[0].Name():
 			if err := d.all("removed", d.a, path.Join(p, ae[0].Name()), true); err != nil {
@@ -236,7 +237,7 @@ func (d *differ) compare(p string) error {
 // all lists p (if self) and everything below it in fsys as kind.
 func (d *differ) all(kind string, fsys fs.FS, p string, self bool) error {
 	return fs.WalkDir(fsys, p, func(q string, e fs.DirEntry, err error) error {
-		if nerr := checkName(q); nerr != nil {
+		if nerr := checkUTF8Name(q); nerr != nil {
 			d.skip(fsys, nerr)
 			if e != nil && e.IsDir() {
 				return fs.SkipDir
@@ -265,7 +266,10 @@ func (d *differ) sameContent(p string) (bool, error) {
 		return false, d.in(d.b, err)
 	}
 	defer fb.Close()
-	ba, bb := make([]byte, 64<<10), make([]byte, 64<<10)
+	if d.bufA == nil {
+		d.bufA, d.bufB = make([]byte, 64<<10), make([]byte, 64<<10)
+	}
+	ba, bb := d.bufA, d.bufB
 	for {
 		na, erra := io.ReadFull(fa, ba)
 		nb, errb := io.ReadFull(fb, bb)
@@ -296,7 +300,7 @@ func diffKind(fi fs.FileInfo) string {
 	if fi.Mode().Type() == 0 {
 		return "file"
 	}
-	return fileKind(fi)
+	return entryKindName(fi)
 }
 
 func diffTime(t time.Time) string {
@@ -306,27 +310,28 @@ func diffTime(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04:05.999999999 UTC")
 }
 
-// quoteName quotes a name that holds spaces, control characters or
+// diffQuote quotes a name that holds spaces, control characters or
 // invalid UTF-8, so that each line stays one line and parses back.
-func quoteName(s string) string {
+func diffQuote(s string) string {
 	if s == "" || strings.ContainsFunc(s, func(r rune) bool {
-		return r == utf8RuneError || r == '"' || unicode.IsSpace(r) || !unicode.IsPrint(r)
+		return r == utf8.RuneError || r == '"' || unicode.IsSpace(r) || !unicode.IsPrint(r)
 	}) {
 		return strconv.Quote(s)
 	}
 	return s
 }
 
-const utf8RuneError = '\uFFFD'
-
-// openSource opens name as a pack file or a host directory, read-only.
-func openSource(name string) (fs.FS, func() error, error) {
+// openPackOrDir opens name as a pack file or a host directory, read-only.
+func openPackOrDir(name string) (fs.FS, func() error, error) {
 	fi, err := os.Stat(name)
 	if err != nil {
 		return nil, nil, err
 	}
 	if fi.IsDir() {
 		return os.DirFS(name), func() error { return nil }, nil
+	}
+	if err := packFile(name, fi); err != nil {
+		return nil, nil, err
 	}
 	r, err := packreader.Open(name)
 	if err != nil {
@@ -335,8 +340,17 @@ func openSource(name string) (fs.FS, func() error, error) {
 	return r, r.Close, nil
 }
 
-// fileKind names a file's type as a user says it.
-func fileKind(fi fs.FileInfo) string {
+// packFile refuses to read a pack from what is not a regular file: a
+// FIFO or a terminal would block the open, a device read until it ends.
+func packFile(name string, fi fs.FileInfo) error {
+	if fi.Mode().IsRegular() {
+		return nil
+	}
+	return &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("is a %s, not a pack file or a directory", entryKindName(fi))}
+}
+
+// entryKindName names a file's type as a user says it.
+func entryKindName(fi fs.FileInfo) string {
 	switch t := fi.Mode().Type(); {
 	case t == 0:
 		return "regular file"
@@ -358,5 +372,5 @@ func fileKind(fi fs.FileInfo) string {
 	return "irregular file"
 }
 
-// modeBits are the mode bits a store keeps beside the type.
-const modeBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
+// keptModeBits are the mode bits a store keeps beside the type.
+const keptModeBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky

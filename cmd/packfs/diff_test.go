@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,9 +10,10 @@ import (
 
 	"github.com/packfs/packfs/conformance"
 	"github.com/packfs/packfs/layer/mem"
+	"golang.org/x/sys/unix"
 )
 
-// diffTree makes a tree with one of each kind under dir, every time t0.
+// diffTree makes a tree with one of each kind under dir, every time diffT0.
 func diffTree(t *testing.T, dir string) {
 	t.Helper()
 	must(t, os.MkdirAll(filepath.Join(dir, "d", "sub"), 0o755))
@@ -27,23 +29,23 @@ func diffTree(t *testing.T, dir string) {
 	setTreeTimes(t, dir)
 }
 
-var t0 = time.Date(2024, 1, 2, 3, 4, 5, 6, time.UTC)
+var diffT0 = time.Date(2024, 1, 2, 3, 4, 5, 6, time.UTC)
 
-// setTreeTimes sets every entry's mtime under dir to t0, symlinks' too.
+// setTreeTimes sets every entry's mtime under dir to diffT0, symlinks' too.
 func setTreeTimes(t *testing.T, dir string) {
 	t.Helper()
 	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
 		if err != nil {
 			return err
 		}
-		return setTimes(p, fakeInfo{fi})
+		return setTimes(p, timeInfo{fi})
 	})
 	must(t, err)
 }
 
-type fakeInfo struct{ os.FileInfo }
+type timeInfo struct{ os.FileInfo }
 
-func (fakeInfo) ModTime() time.Time { return t0 }
+func (timeInfo) ModTime() time.Time { return diffT0 }
 
 // TestIssue15Diff: diff lists every kind of difference between a pack
 // and a directory, one line each, sorted by path, and exits as diff(1)
@@ -57,7 +59,7 @@ func TestIssue15Diff(t *testing.T) {
 	runOK(t, "pack", a, pack)
 
 	for _, args := range [][]string{{pack, a}, {a, pack}, {pack, pack}, {a, b}} {
-		if r := cliWant(t, 0, append([]string{"diff"}, args...)...); r.stdout != "" || r.stderr != "" {
+		if r := runChildWant(t, 0, append([]string{"diff"}, args...)...); r.stdout != "" || r.stderr != "" {
 			t.Errorf("diff %q: stdout %q, stderr %q; want nothing", args, r.stdout, r.stderr)
 		}
 	}
@@ -75,10 +77,10 @@ func TestIssue15Diff(t *testing.T) {
 	must(t, os.Mkdir(filepath.Join(b, "new"), 0o700))
 	must(t, os.WriteFile(filepath.Join(b, "new", "n"), nil, 0o644))
 	setTreeTimes(t, b)
-	t1 := t0.Add(time.Second)
+	t1 := diffT0.Add(time.Second)
 	must(t, os.Chtimes(filepath.Join(b, "same"), t1, t1))
 
-	r := cliWant(t, 1, "diff", pack, b)
+	r := runChildWant(t, 1, "diff", pack, b)
 	wantLines := []string{
 		"mode chmod: -rw-r--r-- -> -rwxr-xr-x",
 		"content flip",
@@ -100,7 +102,7 @@ func TestIssue15Diff(t *testing.T) {
 		t.Errorf("stderr %q", r.stderr)
 	}
 	// The other way round, added and removed swap; -ignore-times drops mtime.
-	r = cliWant(t, 1, "diff", "-ignore-times", b, pack)
+	r = runChildWant(t, 1, "diff", "-ignore-times", b, pack)
 	if !strings.Contains(r.stdout, "removed new\n") || !strings.Contains(r.stdout, "added gone\n") ||
 		!strings.Contains(r.stdout, "type totype: directory -> file\n") || strings.Contains(r.stdout, "mtime") {
 		t.Errorf("diff -ignore-times DIR PACK:\n%s", r.stdout)
@@ -116,9 +118,9 @@ func TestIssue15DiffOddNames(t *testing.T) {
 	must(t, os.Mkdir(b, 0o755))
 	must(t, os.WriteFile(filepath.Join(b, "two\nlines"), nil, 0o644))
 	must(t, os.WriteFile(filepath.Join(b, "a space"), nil, 0o644))
-	must(t, os.Chtimes(b, t0, t0))
-	must(t, os.Chtimes(a, t0, t0))
-	r := cliWant(t, 1, "diff", a, b)
+	must(t, os.Chtimes(b, diffT0, diffT0))
+	must(t, os.Chtimes(a, diffT0, diffT0))
+	r := runChildWant(t, 1, "diff", a, b)
 	if want := "added \"a space\"\nadded \"two\\nlines\"\n"; r.stdout != want {
 		t.Errorf("diff = %q, want %q", r.stdout, want)
 	}
@@ -138,6 +140,8 @@ func TestIssue15DiffTrouble(t *testing.T) {
 	data[64+10] ^= 0xff // inside f's content: only a read finds it
 	bad := filepath.Join(tmp, "bad.pack")
 	must(t, os.WriteFile(bad, data, 0o644))
+	fifo := filepath.Join(tmp, "fifo")
+	must(t, unix.Mkfifo(fifo, 0o644))
 	for _, tc := range []struct {
 		args []string
 		msg  string
@@ -146,8 +150,9 @@ func TestIssue15DiffTrouble(t *testing.T) {
 		{[]string{"diff", bad, a}, "bad.pack: read f: packreader: corrupt pack"},
 		{[]string{"diff", filepath.Join(tmp, "a", "f"), a}, "packreader"},
 		{[]string{"diff", pack}, "wrong number of arguments"},
+		{[]string{"diff", fifo, a}, "is a FIFO, not a pack file or a directory"}, // not a hang
 	} {
-		r := cliWant(t, 2, tc.args...)
+		r := runChildWant(t, 2, tc.args...)
 		if r.stdout != "" || !strings.Contains(r.stderr, tc.msg) {
 			t.Errorf("packfs %q: stdout %q, stderr %q; want none and a message with %q", tc.args, r.stdout, r.stderr, tc.msg)
 		}
@@ -169,7 +174,7 @@ func TestIssue15DiffNotUTF8(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(b, "new", "later"), nil, 0o644))
 	setTreeTimes(t, a)
 	setTreeTimes(t, b)
-	r := cliWant(t, 2, "diff", a, b)
+	r := runChildWant(t, 2, "diff", a, b)
 	if want := "added new\nadded new/later\nadded sub/zz\n"; r.stdout != want {
 		t.Errorf("diff = %q, want %q", r.stdout, want)
 	}
@@ -179,7 +184,7 @@ func TestIssue15DiffNotUTF8(t *testing.T) {
 		}
 	}
 	dir := filepath.Join(tmp, "store")
-	r = cliWant(t, 1, "store", "import", dir, b)
+	r = runChildWant(t, 1, "store", "import", dir, b)
 	if !strings.Contains(r.stderr, "not valid UTF-8") {
 		t.Errorf("import: %q", r.stderr)
 	}
@@ -205,8 +210,11 @@ func TestIssue15DiffRoundTrip(t *testing.T) {
 			runOK(t, "pack", src, pack)
 			runOK(t, "unpack", pack, dst)
 			for _, args := range [][]string{{src, pack}, {pack, dst}, {src, dst}} {
-				if r := cli(t, append([]string{"diff"}, args...)...); r.code != 0 || r.stdout != "" {
-					t.Errorf("diff %s %s: exit %d\n%s%s", filepath.Base(args[0]), filepath.Base(args[1]), r.code, r.stdout, r.stderr)
+				// In process, as TestRoundTrip runs pack and unpack: the
+				// subprocess tests above cover exit codes and output.
+				var out, errb bytes.Buffer
+				if code := run(append([]string{"diff"}, args...), &out, &errb); code != 0 || out.Len() != 0 {
+					t.Errorf("diff %s %s: exit %d\n%s%s", filepath.Base(args[0]), filepath.Base(args[1]), code, out.String(), errb.String())
 				}
 			}
 		})

@@ -478,7 +478,7 @@ func TestIssue15Listing(t *testing.T) {
 // its standard output, standard error and exit status.
 func cliIn(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := cliCommand(t, args...)
+	cmd := childCommand(t, args...)
 	cmd.Dir = dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

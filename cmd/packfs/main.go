@@ -8,9 +8,9 @@
 //	packfs cat PACK PATH           write a file of PACK to standard output
 //	packfs verify PACK             check every record and content of PACK
 //	packfs info PACK               entries, bytes and dedup savings
-//	packfs diff A B                what differs between two packs or directories
-//	packfs serve PACK|STOREDIR     serve a pack or a store over HTTP
-//	packfs store SUBCOMMAND DIR    info, checkpoint, flatten, verify, export, import
+//	packfs diff A B                what differs between two packs or directories (exit as diff(1))
+//	packfs serve PACK|STOREDIR     serve a pack or a store over HTTP (--addr, default 127.0.0.1:8080)
+//	packfs store SUBCOMMAND DIR    info, checkpoint, flatten, verify, export, import (packfs store help)
 //	packfs version                 the version this binary was built from (also --version)
 //
 // Every command takes --help; flags may follow the arguments, and "--"

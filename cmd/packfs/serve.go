@@ -41,21 +41,21 @@ const shutdownGrace = 10 * time.Second
 func cmdServe(_ *flag.FlagSet, args []string, _, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	tree, err := openTree(args[0])
+	st, err := openServed(args[0])
 	if err != nil {
 		return err
 	}
-	defer tree.close()
+	defer st.close()
 	ln, err := net.Listen("tcp", serveAddr)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           &etagHandler{fsys: tree.fsys, fp: tree.fp, next: http.FileServerFS(tree.fsys)},
+		Handler:           &etagHandler{fsys: st.fsys, fp: st.fp, next: http.FileServerFS(st.fsys)},
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
-	fmt.Fprintf(stderr, "packfs serve: serving %s %s at http://%s/\n", tree.kind, args[0], ln.Addr())
+	fmt.Fprintf(stderr, "packfs serve: serving %s %s at http://%s/\n", st.kind, args[0], ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -73,18 +73,18 @@ func cmdServe(_ *flag.FlagSet, args []string, _, stderr io.Writer) error {
 	return nil
 }
 
-// tree is what serve serves: an immutable fs.FS and a fingerprint that
+// servedTree is what serve serves: an immutable fs.FS and a fingerprint that
 // changes whenever anything the tree holds does.
-type tree struct {
+type servedTree struct {
 	kind  string // "pack" or "store"
 	fsys  fs.FS
 	fp    []byte
 	close func() error
 }
 
-// openTree opens name as a pack file or, if it is a directory, as a
+// openServed opens name as a pack file or, if it is a directory, as a
 // store, read-only, so that it can be served beside a writer.
-func openTree(name string) (*tree, error) {
+func openServed(name string) (*servedTree, error) {
 	fi, err := os.Stat(name)
 	if err != nil {
 		return nil, err
@@ -99,13 +99,16 @@ func openTree(name string) (*tree, error) {
 			s.Close()
 			return nil, err
 		}
-		return &tree{kind: "store", fsys: s, fp: fp, close: s.Close}, nil
+		return &servedTree{kind: "store", fsys: s, fp: fp, close: s.Close}, nil
 	}
-	r, fp, err := openPack(name)
+	if err := packFile(name, fi); err != nil {
+		return nil, err
+	}
+	r, fp, err := openServedPack(name)
 	if err != nil {
 		return nil, err
 	}
-	t := &tree{kind: "pack", fsys: r, fp: fp, close: r.Close}
+	t := &servedTree{kind: "pack", fsys: r, fp: fp, close: r.Close}
 	st, err := r.Stats()
 	if err != nil {
 		r.Close()
@@ -119,8 +122,8 @@ func openTree(name string) (*tree, error) {
 	return t, nil
 }
 
-// openPack opens the pack file name and fingerprints what it opened.
-func openPack(name string) (*packreader.Reader, []byte, error) {
+// openServedPack opens the pack file name and fingerprints what it opened.
+func openServedPack(name string) (*packreader.Reader, []byte, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, nil, err

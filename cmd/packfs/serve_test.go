@@ -15,10 +15,11 @@ import (
 	"testing"
 
 	"github.com/packfs/packfs"
+	"golang.org/x/sys/unix"
 )
 
-// server is a packfs serve child process.
-type server struct {
+// serveChild is a packfs serve child process.
+type serveChild struct {
 	t      *testing.T
 	url    string
 	wait   func() (int, string) // exit status, all of stderr
@@ -29,9 +30,9 @@ var servingRE = regexp.MustCompile(`at (http://[^ ]+/)\n`)
 
 // startServe starts packfs serve on a free loopback port and waits until
 // it listens.
-func startServe(t *testing.T, target string) *server {
+func startServe(t *testing.T, target string) *serveChild {
 	t.Helper()
-	cmd := cliCommand(t, "serve", "--addr", "127.0.0.1:0", target)
+	cmd := childCommand(t, "serve", "--addr", "127.0.0.1:0", target)
 	pipe, err := cmd.StderrPipe()
 	must(t, err)
 	must(t, cmd.Start())
@@ -53,7 +54,7 @@ func startServe(t *testing.T, target string) *server {
 		rest.Write(b)
 		mu.Unlock()
 	}()
-	s := &server{t: t, url: m[1]}
+	s := &serveChild{t: t, url: m[1]}
 	waited := false
 	s.wait = func() (int, string) {
 		waited = true
@@ -76,7 +77,7 @@ func startServe(t *testing.T, target string) *server {
 }
 
 // stop sends sig and checks that the server shuts down and exits 0.
-func (s *server) stop(sig os.Signal) {
+func (s *serveChild) stop(sig os.Signal) {
 	s.t.Helper()
 	s.signal(sig)
 	code, stderr := s.wait()
@@ -89,7 +90,7 @@ func (s *server) stop(sig os.Signal) {
 var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 // get fetches name with the given request headers (name: value pairs).
-func (s *server) get(name string, headers ...string) (*http.Response, []byte) {
+func (s *serveChild) get(name string, headers ...string) (*http.Response, []byte) {
 	s.t.Helper()
 	req, err := http.NewRequest("GET", s.url+name, nil)
 	must(s.t, err)
@@ -106,7 +107,7 @@ func (s *server) get(name string, headers ...string) (*http.Response, []byte) {
 
 // checkServed checks a full GET, a range, and the ETag's preconditions
 // for the file name whose content is want, and returns its ETag.
-func checkServed(t *testing.T, s *server, name string, want []byte) string {
+func checkServed(t *testing.T, s *serveChild, name string, want []byte) string {
 	t.Helper()
 	resp, body := s.get(name)
 	etag := resp.Header.Get("Etag")
@@ -240,17 +241,19 @@ func TestIssue15ServeStore(t *testing.T) {
 func TestIssue15ServeRefuses(t *testing.T) {
 	tmp := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(tmp, "junk"), []byte("not a pack"), 0o644))
+	must(t, unix.Mkfifo(filepath.Join(tmp, "fifo"), 0o644))
 	for _, tc := range []struct{ target, msg string }{
 		{tmp, "not a store directory"},
 		{filepath.Join(tmp, "junk"), "packreader"},
 		{filepath.Join(tmp, "absent"), "no such file"},
+		{filepath.Join(tmp, "fifo"), "is a FIFO"},
 	} {
-		r := cliWant(t, 1, "serve", "--addr", "127.0.0.1:0", tc.target)
+		r := runChildWant(t, 1, "serve", "--addr", "127.0.0.1:0", tc.target)
 		if !strings.Contains(r.stderr, tc.msg) {
 			t.Errorf("serve %s: stderr %q, want %q", tc.target, r.stderr, tc.msg)
 		}
 	}
-	if r := cliWant(t, 0, "serve", "--help"); !strings.Contains(r.stdout, `"127.0.0.1:8080"`) {
+	if r := runChildWant(t, 0, "serve", "--help"); !strings.Contains(r.stdout, `"127.0.0.1:8080"`) {
 		t.Errorf("serve --help: %q", r.stdout)
 	}
 }

@@ -53,7 +53,11 @@ func storeUsage(w io.Writer) {
 		fmt.Fprintf(tw, "  %s %s\t%s\n", s.name, s.args, s.help)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\noptions:\n  --force\treplace files and symlinks on import (directories merge)\n")
+	fmt.Fprintf(w, "\noptions:\n  --force  replace files and symlinks on import (directories merge)\n")
+	fmt.Fprintf(w, "\nimport checks every entry before it writes any, then commits in transactions of\n"+
+		"up to %d entries or %d MiB (a larger file alone, renamed into place whole): an\n"+
+		"import that fails midway keeps the transactions before it. Symlinks keep the\n"+
+		"time of the import, as the store sets times through symlinks only.\n", importBatchEntries, importBatchBytes>>20)
 }
 
 func cmdStore(fl *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
@@ -84,10 +88,10 @@ func storeInfo(args []string, stdout, _ io.Writer) error {
 	}
 	defer s.Close()
 	info := s.Info()
-	tw := tabwriter.NewWriter(stdout, 0, 8, 1, ' ', 0)
-	fmt.Fprintf(tw, "generation:\t%d\n", info.Generation)
-	fmt.Fprintf(tw, "log:\t%d bytes from segment %d\n", info.LogBytes, info.LogSegment)
-	fmt.Fprintf(tw, "packs:\t%d\n", len(info.Packs))
+	fmt.Fprintf(stdout, "generation: %d\n", info.Generation)
+	fmt.Fprintf(stdout, "log:        %d bytes from segment %d\n", info.LogBytes, info.LogSegment)
+	fmt.Fprintf(stdout, "packs:      %d, top first\n", len(info.Packs))
+	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
 	for _, p := range info.Packs {
 		size := "gone (a writer flattened it since)"
 		if fi, err := os.Stat(filepath.Join(args[0], p)); err == nil {
@@ -111,7 +115,7 @@ func openStoreWritable(dir string, create bool) (*packfs.Store, error) {
 			return nil, fmt.Errorf("%s: not a store directory (no %s)", dir, storeManifest)
 		}
 	}
-	return packfs.Open(dir, &packfs.Options{CheckpointBytes: -1})
+	return packfs.Open(dir, nil)
 }
 
 func storeCheckpoint(args []string, stdout, _ io.Writer) error {
@@ -195,15 +199,15 @@ func storeExport(args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return writePackOut(out, dir, snap, stdout)
+	return exportPackTo(out, dir, snap, stdout)
 }
 
-// writePackOut writes a pack of fsys to out: "-" streams it to stdout,
+// exportPackTo writes a pack of fsys to out: "-" streams it to stdout,
 // a FIFO is streamed into, a regular file or a new name is written
 // atomically (through a symlink, which stays), and anything else is
 // refused. So is a name in the store directory dir, which a writer
 // would take for a pack of its own left over and remove.
-func writePackOut(out, dir string, fsys fs.FS, stdout io.Writer) error {
+func exportPackTo(out, dir string, fsys fs.FS, stdout io.Writer) error {
 	if out == "-" {
 		return packwriter.Write(stdout, fsys)
 	}
@@ -219,7 +223,7 @@ func writePackOut(out, dir string, fsys fs.FS, stdout io.Writer) error {
 		}
 		return errors.Join(packwriter.Write(f, fsys), f.Close())
 	case !fi.Mode().IsRegular():
-		return &fs.PathError{Op: "export", Path: out, Err: fmt.Errorf("is a %s, not a regular file", fileKind(fi))}
+		return &fs.PathError{Op: "export", Path: out, Err: fmt.Errorf("is a %s, not a regular file", entryKindName(fi))}
 	}
 	target, err := followLinks(out)
 	if err != nil {
@@ -280,7 +284,7 @@ func storeImport(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	src, closeSrc, err := openSource(srcName)
+	src, closeSrc, err := openPackOrDir(srcName)
 	if err != nil {
 		return err
 	}
@@ -356,7 +360,7 @@ func planImport(s *packfs.Store, src fs.FS, srcName, dir, at string, stderr io.W
 		return nil, err
 	}
 	err := fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
-		if nerr := checkName(p); nerr != nil {
+		if nerr := checkUTF8Name(p); nerr != nil {
 			return fmt.Errorf("%s: %w", srcName, nerr)
 		}
 		if err != nil {
@@ -380,7 +384,7 @@ func planImport(s *packfs.Store, src fs.FS, srcName, dir, at string, stderr io.W
 		case layer.IsWhiteoutInfo(info):
 			return &fs.PathError{Op: "import", Path: p, Err: errors.New("a whiteout: the source is a delta pack; import a flattened one")}
 		default:
-			return &fs.PathError{Op: "import", Path: p, Err: fmt.Errorf("a %s: a store holds files, directories and symlinks", fileKind(info))}
+			return &fs.PathError{Op: "import", Path: p, Err: fmt.Errorf("a %s: a store holds files, directories and symlinks", entryKindName(info))}
 		}
 		it := importItem{src: p, dst: dst, info: info}
 		have, err := s.Lstat(dst)
@@ -390,7 +394,7 @@ func planImport(s *packfs.Store, src fs.FS, srcName, dir, at string, stderr io.W
 			return err
 		case have.IsDir() && info.IsDir():
 		case have.IsDir() || info.IsDir():
-			return &fs.PathError{Op: "import", Path: dst, Err: fmt.Errorf("the store has a %s where %s has a %s", fileKind(have), srcName, fileKind(info))}
+			return &fs.PathError{Op: "import", Path: dst, Err: fmt.Errorf("the store has a %s where %s has a %s", entryKindName(have), srcName, entryKindName(info))}
 		case !importForce:
 			return &fs.PathError{Op: "import", Path: dst, Err: fmt.Errorf("%w (--force replaces it)", fs.ErrExist)}
 		default:
@@ -468,7 +472,7 @@ func runImport(s *packfs.Store, src fs.FS, items []importItem) error {
 	return s.Update(func(tx *packfs.Tx) error {
 		for _, it := range slices.Backward(items) {
 			if it.info.IsDir() {
-				if err := tx.Chmod(it.dst, it.info.Mode()&modeBits); err != nil {
+				if err := tx.Chmod(it.dst, it.info.Mode()&keptModeBits); err != nil {
 					return err
 				}
 				if err := tx.Chtimes(it.dst, it.info.ModTime(), it.info.ModTime()); err != nil {
@@ -492,19 +496,19 @@ func importOne(tx *packfs.Tx, it importItem, data []byte) error {
 	switch m.Type() {
 	case fs.ModeDir:
 		if it.src == "." {
-			return tx.MkdirAll(it.dst, m&modeBits) // the import's target, and its parents
+			return tx.MkdirAll(it.dst, m&keptModeBits) // the import's target, and its parents
 		}
-		if err := tx.Mkdir(it.dst, m&modeBits); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := tx.Mkdir(it.dst, m&keptModeBits); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
 		return nil
 	case fs.ModeSymlink:
 		return tx.Symlink(string(data), it.dst)
 	}
-	if err := tx.WriteFile(it.dst, data, m&modeBits); err != nil {
+	if err := tx.WriteFile(it.dst, data, m&keptModeBits); err != nil {
 		return err
 	}
-	if err := tx.Chmod(it.dst, m&modeBits); err != nil {
+	if err := tx.Chmod(it.dst, m&keptModeBits); err != nil {
 		return err
 	}
 	return tx.Chtimes(it.dst, it.info.ModTime(), it.info.ModTime())
@@ -524,7 +528,7 @@ func importLarge(s *packfs.Store, src fs.FS, it importItem) (err error) {
 	var tmp string
 	for i := 0; ; i++ {
 		tmp = path.Join(path.Dir(it.dst), fmt.Sprintf(".packfs-import-%d-%d", os.Getpid(), i))
-		out, err = s.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, m&modeBits)
+		out, err = s.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, m&keptModeBits)
 		if !errors.Is(err, fs.ErrExist) {
 			break
 		}
@@ -548,7 +552,7 @@ func importLarge(s *packfs.Store, src fs.FS, it importItem) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := s.Chmod(tmp, m&modeBits); err != nil {
+	if err := s.Chmod(tmp, m&keptModeBits); err != nil {
 		return err
 	}
 	if err := s.Chtimes(tmp, it.info.ModTime(), it.info.ModTime()); err != nil {

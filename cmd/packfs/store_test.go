@@ -15,7 +15,7 @@ import (
 )
 
 // storeSrcTree writes a tree of every kind a store holds under dir, with
-// a file larger than an import batch, all times t0.
+// a file larger than an import batch, all times diffT0.
 func storeSrcTree(t *testing.T, dir string) {
 	t.Helper()
 	must(t, os.MkdirAll(filepath.Join(dir, "etc", "conf.d"), 0o755))
@@ -35,7 +35,7 @@ func storeSrcTree(t *testing.T, dir string) {
 
 // onlySymlinkTimes checks that diff found nothing but the symlinks'
 // times, which a store sets only through symlinks.
-func onlySymlinkTimes(t *testing.T, r cliResult, links ...string) {
+func onlySymlinkTimes(t *testing.T, r childResult, links ...string) {
 	t.Helper()
 	var want []string
 	for _, l := range links {
@@ -60,27 +60,27 @@ func TestIssue15StoreRoundTrip(t *testing.T) {
 	src, dir := filepath.Join(tmp, "src"), filepath.Join(tmp, "store")
 	storeSrcTree(t, src)
 
-	if r := cliWant(t, 0, "store", "import", dir, src); !strings.Contains(r.stdout, "imported 9 entries (4 files,") {
+	if r := runChildWant(t, 0, "store", "import", dir, src); !strings.Contains(r.stdout, "imported 9 entries (4 files,") {
 		t.Fatalf("import: %q", r.stdout)
 	}
-	r := cliWant(t, 0, "store", "info", dir)
+	r := runChildWant(t, 0, "store", "info", dir)
 	if !strings.Contains(r.stdout, "generation: 0") || !strings.Contains(r.stdout, "packs:      0") {
 		t.Fatalf("info: %q", r.stdout)
 	}
 	out := filepath.Join(tmp, "out.pack")
-	cliWant(t, 0, "store", "export", dir, out)
-	onlySymlinkTimes(t, cli(t, "diff", src, out), "motd")
+	runChildWant(t, 0, "store", "export", dir, out)
+	onlySymlinkTimes(t, runChild(t, "diff", src, out), "motd")
 
-	if r := cliWant(t, 0, "store", "checkpoint", dir); !strings.Contains(r.stdout, "generation 1, 1 packs") {
+	if r := runChildWant(t, 0, "store", "checkpoint", dir); !strings.Contains(r.stdout, "generation 1, 1 packs") {
 		t.Fatalf("checkpoint: %q", r.stdout)
 	}
 	// Again, beside the first copy, and into a path that does not exist yet.
-	cliWant(t, 0, "store", "import", dir, out, "/copies//one/")
-	cliWant(t, 0, "store", "checkpoint", dir)
-	if r := cliWant(t, 0, "store", "flatten", dir); !strings.Contains(r.stdout, "generation 3, 1 packs") {
+	runChildWant(t, 0, "store", "import", dir, out, "/copies//one/")
+	runChildWant(t, 0, "store", "checkpoint", dir)
+	if r := runChildWant(t, 0, "store", "flatten", dir); !strings.Contains(r.stdout, "generation 3, 1 packs") {
 		t.Fatalf("flatten: %q", r.stdout)
 	}
-	if r := cliWant(t, 0, "store", "verify", dir); !strings.Contains(r.stdout, "ok, generation 3, 1 packs") {
+	if r := runChildWant(t, 0, "store", "verify", dir); !strings.Contains(r.stdout, "ok, generation 3, 1 packs") {
 		t.Fatalf("verify: %q", r.stdout)
 	}
 	s, err := packfs.Open(dir, &packfs.Options{ReadOnly: true})
@@ -94,20 +94,20 @@ func TestIssue15StoreRoundTrip(t *testing.T) {
 		t.Fatalf("copy holds %d entries, want %d", len(got), len(want))
 	}
 
-	before := cliWant(t, 0, "store", "info", dir).stdout
-	r = cliWant(t, 1, "store", "import", dir, src)
+	before := runChildWant(t, 0, "store", "info", dir).stdout
+	r = runChildWant(t, 1, "store", "import", dir, src)
 	if !strings.Contains(r.stderr, "file already exists (--force replaces it)") {
 		t.Fatalf("import over existing files: %q", r.stderr)
 	}
-	if after := cliWant(t, 0, "store", "info", dir).stdout; after != before {
+	if after := runChildWant(t, 0, "store", "info", dir).stdout; after != before {
 		t.Fatalf("a refused import changed the store:\n%s\nthen\n%s", before, after)
 	}
 	// --force replaces, after the arguments as well as before.
 	must(t, os.WriteFile(filepath.Join(src, "etc", "motd"), []byte("changed\n"), 0o644))
 	setTreeTimes(t, src)
-	cliWant(t, 0, "store", "import", dir, src, "--force")
-	cliWant(t, 0, "store", "export", dir, out)
-	r = cli(t, "diff", src, out)
+	runChildWant(t, 0, "store", "import", dir, src, "--force")
+	runChildWant(t, 0, "store", "export", dir, out)
+	r = runChild(t, "diff", src, out)
 	if !strings.Contains(r.stdout, "added copies\n") || strings.Contains(r.stdout, " etc/motd") {
 		t.Fatalf("diff after a forced import:\n%s", r.stdout)
 	}
@@ -124,7 +124,7 @@ func TestIssue15StoreImportRefuses(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(src, "d", "f"), []byte("f"), 0o644))
 	must(t, unix.Mkfifo(filepath.Join(src, "d", "pipe"), 0o644))
 	dir := filepath.Join(tmp, "new")
-	r := cliWant(t, 1, "store", "import", dir, src)
+	r := runChildWant(t, 1, "store", "import", dir, src)
 	if !strings.Contains(r.stderr, "d/pipe: a FIFO") {
 		t.Errorf("import of a FIFO: %q", r.stderr)
 	}
@@ -133,14 +133,14 @@ func TestIssue15StoreImportRefuses(t *testing.T) {
 	}
 	empty := filepath.Join(tmp, "empty")
 	must(t, os.Mkdir(empty, 0o755))
-	cliWant(t, 1, "store", "import", empty, src)
+	runChildWant(t, 1, "store", "import", empty, src)
 	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
 		t.Errorf("a refused import left %d files in an empty directory", len(ents))
 	}
 	notStore := filepath.Join(tmp, "notstore")
 	must(t, os.Mkdir(notStore, 0o755))
 	must(t, os.WriteFile(filepath.Join(notStore, "keep"), nil, 0o644))
-	r = cliWant(t, 1, "store", "import", notStore, src)
+	r = runChildWant(t, 1, "store", "import", notStore, src)
 	if !strings.Contains(r.stderr, "not a store directory") {
 		t.Errorf("import into a directory that is not a store: %q", r.stderr)
 	}
@@ -157,20 +157,20 @@ func TestIssue15StoreImportRefuses(t *testing.T) {
 	must(t, s.Checkpoint())
 	delta := filepath.Join(store, s.Info().Packs[0])
 	must(t, s.Close())
-	r = cliWant(t, 1, "store", "import", filepath.Join(tmp, "other"), delta)
+	r = runChildWant(t, 1, "store", "import", filepath.Join(tmp, "other"), delta)
 	if !strings.Contains(r.stderr, "whiteout") {
 		t.Errorf("import of a delta pack: %q", r.stderr)
 	}
-	before := cliWant(t, 0, "store", "info", store).stdout
-	r = cliWant(t, 1, "store", "import", "--force", store, src)
+	before := runChildWant(t, 0, "store", "info", store).stdout
+	r = runChildWant(t, 1, "store", "import", "--force", store, src)
 	if !strings.Contains(r.stderr, "the store has a regular file where") {
 		t.Errorf("import of a directory over a file: %q", r.stderr)
 	}
-	if after := cliWant(t, 0, "store", "info", store).stdout; after != before {
+	if after := runChildWant(t, 0, "store", "info", store).stdout; after != before {
 		t.Errorf("a refused import changed the store:\n%s\nthen\n%s", before, after)
 	}
 	// Importing a directory that holds the store skips the store.
-	cliWant(t, 0, "store", "import", store, tmp, "all")
+	runChildWant(t, 0, "store", "import", store, tmp, "all")
 	s, err = packfs.Open(store, &packfs.Options{ReadOnly: true})
 	must(t, err)
 	defer s.Close()
@@ -204,13 +204,13 @@ func TestIssue15StoreExportOut(t *testing.T) {
 		}
 	}
 
-	r := cliWant(t, 0, "store", "export", dir, "-")
+	r := runChildWant(t, 0, "store", "export", dir, "-")
 	checkPack("export to -", []byte(r.stdout))
 
 	target := filepath.Join(tmp, "target.pack")
 	link := filepath.Join(tmp, "link.pack")
 	must(t, os.Symlink("target.pack", link))
-	cliWant(t, 0, "store", "export", dir, link)
+	runChildWant(t, 0, "store", "export", dir, link)
 	if fi, err := os.Lstat(link); err != nil || fi.Mode().Type() != os.ModeSymlink {
 		t.Fatalf("export through a symlink replaced it: %v %v", fi, err)
 	}
@@ -231,17 +231,20 @@ func TestIssue15StoreExportOut(t *testing.T) {
 		f.Close()
 		got <- b
 	}()
-	cliWant(t, 0, "store", "export", dir, fifo)
+	runChildWant(t, 0, "store", "export", dir, fifo)
 	checkPack("export to a FIFO", <-got)
 
+	sneaky := filepath.Join(tmp, "sneaky.pack")
+	must(t, os.Symlink("store/../store/mine.pack", sneaky))
 	null := filepath.Join(tmp, "null")
 	must(t, unix.Mknod(null, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))))
 	for _, tc := range []struct{ out, msg string }{
 		{null, "is a character device, not a regular file"},
 		{tmp, "is a directory, not a regular file"},
 		{filepath.Join(dir, "mine.pack"), "is in the store directory"},
+		{sneaky, "is in the store directory"},
 	} {
-		r := cliWant(t, 1, "store", "export", dir, tc.out)
+		r := runChildWant(t, 1, "store", "export", dir, tc.out)
 		if !strings.Contains(r.stderr, tc.msg) {
 			t.Errorf("export to %s: %q, want %q", tc.out, r.stderr, tc.msg)
 		}
@@ -267,15 +270,15 @@ func TestIssue15StoreBesideWriter(t *testing.T) {
 	defer s.Close()
 	must(t, s.WriteFile("f", []byte("x"), 0o644))
 	must(t, s.Sync())
-	cliWant(t, 0, "store", "info", dir)
-	cliWant(t, 0, "store", "verify", dir)
-	cliWant(t, 0, "store", "export", dir, filepath.Join(tmp, "out.pack"))
+	runChildWant(t, 0, "store", "info", dir)
+	runChildWant(t, 0, "store", "verify", dir)
+	runChildWant(t, 0, "store", "export", dir, filepath.Join(tmp, "out.pack"))
 	for _, sub := range []string{"checkpoint", "flatten"} {
-		if r := cliWant(t, 1, "store", sub, dir); !strings.Contains(r.stderr, "open for writing elsewhere") {
+		if r := runChildWant(t, 1, "store", sub, dir); !strings.Contains(r.stderr, "open for writing elsewhere") {
 			t.Errorf("store %s beside a writer: %q", sub, r.stderr)
 		}
 	}
-	if r := cliWant(t, 1, "store", "import", dir, filepath.Join(tmp, "out.pack")); !strings.Contains(r.stderr, "open for writing elsewhere") {
+	if r := runChildWant(t, 1, "store", "import", dir, filepath.Join(tmp, "out.pack")); !strings.Contains(r.stderr, "open for writing elsewhere") {
 		t.Errorf("store import beside a writer: %q", r.stderr)
 	}
 	must(t, s.WriteFile("g", nil, 0o644)) // the writer goes on
@@ -296,8 +299,8 @@ func TestIssue15StoreVerifyDamage(t *testing.T) {
 	must(t, err)
 	data[100] ^= 0xff
 	must(t, os.WriteFile(p, data, 0o644))
-	cliWant(t, 0, "store", "info", dir)
-	r := cliWant(t, 1, "store", "verify", dir)
+	runChildWant(t, 0, "store", "info", dir)
+	r := runChildWant(t, 1, "store", "verify", dir)
 	if !strings.Contains(r.stderr, name) || !strings.Contains(r.stderr, "corrupt") || r.stdout != "" {
 		t.Errorf("verify of a damaged pack: stdout %q, stderr %q", r.stdout, r.stderr)
 	}
@@ -305,15 +308,15 @@ func TestIssue15StoreVerifyDamage(t *testing.T) {
 
 // TestIssue15StoreUsage: a wrong subcommand or argument count exits 2.
 func TestIssue15StoreUsage(t *testing.T) {
-	if r := cliWant(t, 0, "store", "help"); !strings.Contains(r.stdout, "import DIR SRC [PATH]") {
+	if r := runChildWant(t, 0, "store", "help"); !strings.Contains(r.stdout, "import DIR SRC [PATH]") {
 		t.Errorf("store help: %q", r.stdout)
 	}
 	for _, args := range [][]string{{"store"}, {"store", "nope", "x"}, {"store", "info"}, {"store", "export", "x"}, {"store", "info", "-bogus", "x"}} {
-		if r := cliWant(t, 2, args...); r.stderr == "" {
+		if r := runChildWant(t, 2, args...); r.stderr == "" {
 			t.Errorf("packfs %q: no message", args)
 		}
 	}
-	if r := cliWant(t, 1, "store", "checkpoint", t.TempDir()); !strings.Contains(r.stderr, "not a store directory") {
+	if r := runChildWant(t, 1, "store", "checkpoint", t.TempDir()); !strings.Contains(r.stderr, "not a store directory") {
 		t.Errorf("checkpoint of an empty directory: %q", r.stderr)
 	}
 	_ = syscall.EROFS
@@ -345,7 +348,7 @@ func TestIssue15StoreImportDamaged(t *testing.T) {
 	s, err := packfs.Open(dir, nil)
 	must(t, err)
 	must(t, s.Close())
-	r := cliWant(t, 1, "store", "import", dir, pack)
+	r := runChildWant(t, 1, "store", "import", dir, pack)
 	if !strings.Contains(r.stderr, "big") || !strings.Contains(r.stderr, "corrupt") {
 		t.Fatalf("import of a damaged pack: %q", r.stderr)
 	}

@@ -192,7 +192,7 @@ func extract(fsys fs.FS, p, out string, info fs.FileInfo, force bool) error {
 			return &fs.PathError{Op: "mknod", Path: out, Err: err}
 		}
 	default:
-		return &fs.PathError{Op: "unpack", Path: p, Err: fmt.Errorf("a %s cannot be extracted", fileKind(info))}
+		return &fs.PathError{Op: "unpack", Path: p, Err: fmt.Errorf("a %s cannot be extracted", entryKindName(info))}
 	}
 	return setTimes(out, info)
 }
