@@ -444,7 +444,7 @@ type layerFile struct {
 	l    *LayerFS
 	name string // the io/fs name given to OpenFile
 	// dir holds a directory's entries not yet returned, sorted, from the
-	// first ReadDir until a Seek; listed says the listing was taken.
+	// first ReadDir until a rewind; listed says the listing was taken.
 	dir    []fs.DirEntry
 	listed bool
 }

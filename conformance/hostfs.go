@@ -254,7 +254,7 @@ type hostFile struct {
 	h    *hostFS
 	name string
 	// dir holds a directory's entries not yet returned, sorted, from the
-	// first ReadDir until a Seek.
+	// first ReadDir until a rewind.
 	dir    []fs.DirEntry
 	listed bool
 }

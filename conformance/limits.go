@@ -75,6 +75,12 @@ func testNameLimits(t *testing.T, newFS NewFS, _ *config) {
 	wantLinkErr(t, "Symlink(NUL, l)", fsys.Symlink(nul, "l"), classEINVAL, "symlink", nul, "l")
 	wantLinkErr(t, "Rename(f, NUL)", fsys.Rename("f", nul), classEINVAL, "rename", "f", nul)
 
+	// A name that is not an io/fs path is fs.ErrInvalid first, as always.
+	wantClass(t, "Mkdir(NUL/)", fsys.Mkdir(nul+"/", 0o755), classInvalid)
+	wantClass(t, `Symlink("", x/)`, fsys.Symlink("", "x/"), classInvalid)
+	wantClass(t, "Symlink(NUL, /x)", fsys.Symlink(nul, "/x"), classInvalid)
+	wantClass(t, "Rename(f, NUL/)", fsys.Rename("f", nul+"/"), classInvalid)
+
 	infos, err := readInfos(fsys)
 	must(t, "reading the tree", err)
 	if len(infos) != 1 || infos[0].Path != "f" {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"math"
 	"syscall"
 )
 
@@ -24,7 +25,16 @@ type readOnlyFile struct {
 
 func (f readOnlyFile) Name() string { return f.name }
 
+// ReadAt reads with f's ReadAt after os's checks of the offset: a negative
+// one is os's "negative offset", and one whose end passes math.MaxInt64 is
+// EINVAL, as Linux gives.
 func (f readOnlyFile) ReadAt(p []byte, off int64) (int, error) {
+	switch {
+	case off < 0:
+		return 0, PathError("readat", f.name, errors.New("negative offset"))
+	case off > math.MaxInt64-int64(len(p)):
+		return 0, PathError("read", f.name, syscall.EINVAL)
+	}
 	if r, ok := f.File.(io.ReaderAt); ok {
 		return r.ReadAt(p, off)
 	}

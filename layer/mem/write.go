@@ -210,7 +210,7 @@ func checkOpen(s *state, flag int) error {
 
 // open creates or truncates name as flag asks and returns its entry.
 func (f *FS) open(root *entry, name string, flag int, perm fs.FileMode, now int64) (*entry, error) {
-	if err := layer.CheckPath(name); err != nil {
+	if err := checkCreate(name); err != nil {
 		return nil, err
 	}
 	excl := flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0
@@ -259,7 +259,7 @@ func (f *FS) Create(name string) (layer.File, error) {
 func (f *FS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	c := newContent(append([]byte(nil), data...))
 	err := f.update(func(root *entry, now int64) error {
-		if err := layer.CheckPath(name); err != nil {
+		if err := checkCreate(name); err != nil {
 			return err
 		}
 		w, err := walk(root, name, true)
@@ -295,7 +295,7 @@ func (f *FS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 // directory is setgid when its parent is.
 func (f *FS) Mkdir(name string, perm fs.FileMode) error {
 	err := f.update(func(root *entry, now int64) error {
-		if err := layer.CheckPath(name); err != nil {
+		if err := checkCreate(name); err != nil {
 			return err
 		}
 		w, err := walk(root, name, false)
@@ -410,10 +410,10 @@ func (f *FS) Rename(oldname, newname string) error {
 
 // rename checks in the order os and Linux do, so that the error is theirs.
 func (f *FS) rename(root *entry, oldname, newname string, now int64) error {
-	if err := layer.CheckPath(oldname); err != nil {
+	if err := checkCreate(oldname); err != nil {
 		return err
 	}
-	if err := layer.CheckPath(newname); err != nil {
+	if err := checkCreate(newname); err != nil {
 		return err
 	}
 	nw, nerr := walk(root, newname, false)
@@ -504,7 +504,7 @@ func (f *FS) rename(root *entry, oldname, newname string, now int64) error {
 // Whiteout records a whiteout at name (see [layer.WhiteoutFS]).
 func (f *FS) Whiteout(name string) error {
 	err := f.update(func(root *entry, now int64) error {
-		if err := layer.CheckPath(name); err != nil {
+		if err := checkCreate(name); err != nil {
 			return err
 		}
 		w, err := walk(root, name, false)
@@ -538,6 +538,9 @@ func (f *FS) Symlink(oldname, newname string) error {
 	err := f.update(func(root *entry, now int64) error {
 		// The target is checked first, before newname is looked at, as
 		// symlink(2) through os does.
+		if !fs.ValidPath(newname) {
+			return fs.ErrInvalid
+		}
 		if err := layer.CheckSymlink(oldname, newname); err != nil {
 			return err
 		}
@@ -559,6 +562,16 @@ func (f *FS) Symlink(oldname, newname string) error {
 		return layer.LinkError("symlink", oldname, newname, err)
 	}
 	return nil
+}
+
+// checkCreate applies Linux's checks of a whole path (layer.CheckPath) to
+// a name that is an io/fs path; one that is not is fs.ErrInvalid first,
+// as in every other operation.
+func checkCreate(name string) error {
+	if !fs.ValidPath(name) {
+		return fs.ErrInvalid
+	}
+	return layer.CheckPath(name)
 }
 
 // change applies fn to a new state of the file name resolves to.
