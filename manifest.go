@@ -200,15 +200,6 @@ func packSum(dir vfs.FS, name string) (int64, uint32, error) {
 	return size, crc32.Checksum(tail, packformat.Castagnoli), nil
 }
 
-// readManifest reads the store's manifest.
-func readManifest(dir vfs.FS) (manifest, error) {
-	data, err := vfs.ReadFile(dir, manifestName)
-	if err != nil {
-		return manifest{}, err
-	}
-	return decodeManifest(data)
-}
-
 // writeAtomic replaces the file name by data, or by what write writes,
 // atomically and durably: it writes a temporary file, syncs it, renames it
 // over name and syncs the directory.
