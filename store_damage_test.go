@@ -400,3 +400,53 @@ func TestIssue14Version1Manifest(t *testing.T) {
 		t.Fatalf("after the upgrade: %d names, %v", len(names), err)
 	}
 }
+
+// TestIssue14ManifestHostilePackLines: a manifest whose checksum holds but
+// whose pack line lies about the pack, or does not parse, is refused.
+func TestIssue14ManifestHostilePackLines(t *testing.T) {
+	dir, _, pack := damagedStore(t)
+	p := filepath.Join(dir, "MANIFEST")
+	orig, err := os.ReadFile(p)
+	mustDo(t, err)
+	var line string
+	for _, l := range strings.Split(string(orig), "\n") {
+		if strings.HasPrefix(l, "pack ") {
+			line = l
+		}
+	}
+	f := strings.Fields(line)
+	if len(f) != 4 {
+		t.Fatalf("pack line %q", line)
+	}
+	name := filepath.Base(pack)
+	for _, bad := range []string{
+		"pack " + name + " " + f[2] + " 00000000",              // another sum
+		"pack " + name + " 1 " + f[3],                          // another size
+		"pack " + name + " 99999999999999999999999 " + f[3],    // a size past int64
+		"pack " + name + " -" + f[2] + " " + f[3],              // a negative size
+		"pack " + name + " " + f[2] + " 1a2b",                  // a short sum
+		"pack " + name + " " + f[2] + " zzzzzzzz",              // not hex
+		"pack " + name + " " + f[2],                            // no sum
+		"pack " + name,                                         // a version-1 line
+		"pack " + name + " " + f[2] + " " + f[3] + " extra",    // a field too many
+		"pack " + name + "  " + f[2] + " " + f[3],              // two spaces
+		"pack ../" + name + " " + f[2] + " " + f[3],            // outside the directory
+		"pack MANIFEST " + f[2] + " " + f[3],                   // not a pack
+		"pack pack-ffffffffffffffff.pack " + f[2] + " " + f[3], // a pack that does not exist
+	} {
+		body := strings.Replace(string(orig[:strings.LastIndex(string(orig), "crc32c ")]), line, bad, 1)
+		body += fmt.Sprintf("crc32c %08x\n", crc32.Checksum([]byte(body), crc32.MakeTable(crc32.Castagnoli)))
+		mustDo(t, os.WriteFile(p, []byte(body), 0o644))
+		for _, ro := range []bool{true, false} {
+			s, err := packfs.Open(dir, &packfs.Options{ReadOnly: ro})
+			if err == nil {
+				s.Close()
+				t.Errorf("%q (read-only %v): opened", bad, ro)
+			} else if !errors.Is(err, packfs.ErrCorrupt) {
+				t.Errorf("%q (read-only %v): %v, want ErrCorrupt", bad, ro, err)
+			}
+		}
+	}
+	mustDo(t, os.WriteFile(p, orig, 0o644))
+	openStore(t, dir, nil)
+}
