@@ -450,3 +450,72 @@ func TestIssue14ManifestHostilePackLines(t *testing.T) {
 	mustDo(t, os.WriteFile(p, orig, 0o644))
 	openStore(t, dir, nil)
 }
+
+// TestIssue14ReadOnlyBesideReopens: read-only opens beside a writer that
+// closes and reopens the store again and again, each open cutting the
+// segment's preallocated zeros and syncing it, each close sealing the
+// slot, must all succeed and see a whole transaction.
+func TestIssue14ReadOnlyBesideReopens(t *testing.T) {
+	dir := t.TempDir()
+	opts := &packfs.Options{CheckpointBytes: 4 << 10}
+	s, err := packfs.Open(dir, opts)
+	mustDo(t, err)
+	mustDo(t, s.WriteFile("a", []byte("0"), 0o644))
+	mustDo(t, s.WriteFile("b", []byte("0"), 0o644))
+	mustDo(t, s.Close())
+	stop := make(chan struct{})
+	done := make(chan error)
+	go func() {
+		var err error
+		defer func() { done <- err }()
+		for i := 1; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var s *packfs.Store
+			if s, err = packfs.Open(dir, opts); err != nil {
+				return
+			}
+			for j := range 5 {
+				v := []byte(strconv.Itoa(i*10 + j))
+				err = s.Update(func(tx *packfs.Tx) error {
+					if err := tx.WriteFile("a", v, 0o644); err != nil {
+						return err
+					}
+					return tx.WriteFile("b", v, 0o644)
+				})
+				if err != nil {
+					s.Close()
+					return
+				}
+			}
+			if err = s.Close(); err != nil {
+				return
+			}
+		}
+	}()
+	opens := 300
+	if testing.Short() || raceEnabled {
+		opens = 50
+	}
+	for n := range opens {
+		r, err := packfs.Open(dir, &packfs.Options{ReadOnly: true})
+		if err != nil {
+			t.Errorf("read-only open %d: %v", n, err)
+			break
+		}
+		a, err1 := r.ReadFile("a")
+		b, err2 := r.ReadFile("b")
+		r.Close()
+		if err1 != nil || err2 != nil || string(a) != string(b) {
+			t.Errorf("read-only open %d: a %q %v, b %q %v", n, a, err1, b, err2)
+			break
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
