@@ -25,13 +25,25 @@ const (
 func packName(gen uint64) string { return fmt.Sprintf("pack-%016x.pack", gen) }
 
 // manifest is the store's durable root: which packs hold the checkpointed
-// tree, and where in the log replay starts. It is replaced atomically.
+// tree, and where in the log replay starts. It is replaced atomically
+// (writeAtomic). Its format is text, one field a line, in this order:
 //
-// Version 2 also records what must exist for no acknowledged change to be
-// missing: each pack's size and sum, and (by its version alone) that the
-// log segment replay starts at was made durable before the manifest.
-// Version 1, written before, is still read, with neither check; the next
-// checkpoint writes version 2.
+//	packfs-manifest 2       the version: 1 or 2
+//	generation 7            bumped by each checkpoint
+//	wal 12                  the first log segment to replay (decimal id)
+//	root 1764582000000000000  the root directory's mtime, Unix ns
+//	mode 2147484141         the root directory's fs.FileMode
+//	pack pack-…07.pack 4096 1a2b3c4d   one line a pack, top first
+//	crc32c 5e6f7a8b         CRC-32C of every byte before this line
+//
+// Version 2 records what must exist for no acknowledged change to be
+// missing: each pack's size in bytes and its sum (packSum) in eight hex
+// digits, and, by its version alone, that segment wal was made durable
+// before the manifest, which Open then requires of the log
+// (wal.Options.FirstExists). Version 1 lists packs by name alone and
+// promises nothing of the segment; it is still read, with neither check,
+// and the next checkpoint writes version 2. Code that reads only version
+// 1 refuses version 2 as an unknown version line (ErrCorrupt).
 type manifest struct {
 	version int
 	gen     uint64    // bumped by each checkpoint
@@ -198,15 +210,6 @@ func packSum(dir vfs.FS, name string) (int64, uint32, error) {
 		return 0, 0, err
 	}
 	return size, crc32.Checksum(tail, packformat.Castagnoli), nil
-}
-
-// readManifest reads the store's manifest.
-func readManifest(dir vfs.FS) (manifest, error) {
-	data, err := vfs.ReadFile(dir, manifestName)
-	if err != nil {
-		return manifest{}, err
-	}
-	return decodeManifest(data)
 }
 
 // writeAtomic replaces the file name by data, or by what write writes,

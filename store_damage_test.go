@@ -400,3 +400,122 @@ func TestIssue14Version1Manifest(t *testing.T) {
 		t.Fatalf("after the upgrade: %d names, %v", len(names), err)
 	}
 }
+
+// TestIssue14ManifestHostilePackLines: a manifest whose checksum holds but
+// whose pack line lies about the pack, or does not parse, is refused.
+func TestIssue14ManifestHostilePackLines(t *testing.T) {
+	dir, _, pack := damagedStore(t)
+	p := filepath.Join(dir, "MANIFEST")
+	orig, err := os.ReadFile(p)
+	mustDo(t, err)
+	var line string
+	for _, l := range strings.Split(string(orig), "\n") {
+		if strings.HasPrefix(l, "pack ") {
+			line = l
+		}
+	}
+	f := strings.Fields(line)
+	if len(f) != 4 {
+		t.Fatalf("pack line %q", line)
+	}
+	name := filepath.Base(pack)
+	for _, bad := range []string{
+		"pack " + name + " " + f[2] + " 00000000",              // another sum
+		"pack " + name + " 1 " + f[3],                          // another size
+		"pack " + name + " 99999999999999999999999 " + f[3],    // a size past int64
+		"pack " + name + " -" + f[2] + " " + f[3],              // a negative size
+		"pack " + name + " " + f[2] + " 1a2b",                  // a short sum
+		"pack " + name + " " + f[2] + " zzzzzzzz",              // not hex
+		"pack " + name + " " + f[2],                            // no sum
+		"pack " + name,                                         // a version-1 line
+		"pack " + name + " " + f[2] + " " + f[3] + " extra",    // a field too many
+		"pack " + name + "  " + f[2] + " " + f[3],              // two spaces
+		"pack ../" + name + " " + f[2] + " " + f[3],            // outside the directory
+		"pack MANIFEST " + f[2] + " " + f[3],                   // not a pack
+		"pack pack-ffffffffffffffff.pack " + f[2] + " " + f[3], // a pack that does not exist
+	} {
+		body := strings.Replace(string(orig[:strings.LastIndex(string(orig), "crc32c ")]), line, bad, 1)
+		body += fmt.Sprintf("crc32c %08x\n", crc32.Checksum([]byte(body), crc32.MakeTable(crc32.Castagnoli)))
+		mustDo(t, os.WriteFile(p, []byte(body), 0o644))
+		for _, ro := range []bool{true, false} {
+			s, err := packfs.Open(dir, &packfs.Options{ReadOnly: ro})
+			if err == nil {
+				s.Close()
+				t.Errorf("%q (read-only %v): opened", bad, ro)
+			} else if !errors.Is(err, packfs.ErrCorrupt) {
+				t.Errorf("%q (read-only %v): %v, want ErrCorrupt", bad, ro, err)
+			}
+		}
+	}
+	mustDo(t, os.WriteFile(p, orig, 0o644))
+	openStore(t, dir, nil)
+}
+
+// TestIssue14ReadOnlyBesideReopens: read-only opens beside a writer that
+// closes and reopens the store again and again, each open cutting the
+// segment's preallocated zeros and syncing it, each close sealing the
+// slot, must all succeed and see a whole transaction.
+func TestIssue14ReadOnlyBesideReopens(t *testing.T) {
+	dir := t.TempDir()
+	opts := &packfs.Options{CheckpointBytes: 4 << 10}
+	s, err := packfs.Open(dir, opts)
+	mustDo(t, err)
+	mustDo(t, s.WriteFile("a", []byte("0"), 0o644))
+	mustDo(t, s.WriteFile("b", []byte("0"), 0o644))
+	mustDo(t, s.Close())
+	stop := make(chan struct{})
+	done := make(chan error)
+	go func() {
+		var err error
+		defer func() { done <- err }()
+		for i := 1; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var s *packfs.Store
+			if s, err = packfs.Open(dir, opts); err != nil {
+				return
+			}
+			for j := range 5 {
+				v := []byte(strconv.Itoa(i*10 + j))
+				err = s.Update(func(tx *packfs.Tx) error {
+					if err := tx.WriteFile("a", v, 0o644); err != nil {
+						return err
+					}
+					return tx.WriteFile("b", v, 0o644)
+				})
+				if err != nil {
+					s.Close()
+					return
+				}
+			}
+			if err = s.Close(); err != nil {
+				return
+			}
+		}
+	}()
+	opens := 300
+	if testing.Short() || raceEnabled {
+		opens = 50
+	}
+	for n := range opens {
+		r, err := packfs.Open(dir, &packfs.Options{ReadOnly: true})
+		if err != nil {
+			t.Errorf("read-only open %d: %v", n, err)
+			break
+		}
+		a, err1 := r.ReadFile("a")
+		b, err2 := r.ReadFile("b")
+		r.Close()
+		if err1 != nil || err2 != nil || string(a) != string(b) {
+			t.Errorf("read-only open %d: a %q %v, b %q %v", n, a, err1, b, err2)
+			break
+		}
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

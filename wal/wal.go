@@ -187,6 +187,13 @@ func Open(fsys vfs.FS, opts Options, apply func(entries [][]byte) error) (*Log, 
 		if l.seg, err = fsys.OpenFile(segmentName(l.id), os.O_WRONLY, 0); err != nil {
 			return nil, err
 		}
+		// What replay read may be a killed process's writes, still only
+		// in the page cache: sync them before anything (a slot, a
+		// record's durable offset) claims them durable.
+		if err := l.seg.Sync(); err != nil {
+			l.seg.Close()
+			return nil, err
+		}
 	}
 	l.synced.Store(uint64(lsn(l.id, l.written)))
 	return l, nil
