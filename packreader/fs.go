@@ -95,6 +95,11 @@ func (r *Reader) ReadFile(name string) (_ []byte, err error) {
 		return []byte{}, nil
 	}
 	known, err := r.knownContent(i, rc)
+	if !known && r.mapped != nil {
+		// Check the mapping itself first, so that a bad content costs
+		// no copy: the bytes are there to read twice.
+		known, err = true, r.checkContent(i, rc)
+	}
 	if err != nil {
 		return nil, pathErr("read", name, err)
 	}
