@@ -3,6 +3,7 @@ package packreader
 import (
 	"hash/crc32"
 	"sync"
+	"sync/atomic"
 
 	"github.com/packfs/packfs/internal/packformat"
 )
@@ -65,7 +66,7 @@ type span struct{ off, size uint64 }
 // knownContent reports whether the CRC-32C of record i's content (rc's) is
 // known, and the mismatch if it differs from rc's.
 func (r *Reader) knownContent(i uint64, rc packformat.Record) (bool, error) {
-	if r.good[i/64].Load()&(1<<(i%64)) != 0 {
+	if g := r.good.Load(); g != nil && (*g)[i/64].Load()&(1<<(i%64)) != 0 {
 		return true, nil
 	}
 	v, ok := r.contents.Load(span{rc.Off, rc.Size})
@@ -82,7 +83,18 @@ func (r *Reader) noteContent(i uint64, rc packformat.Record, crc uint32) error {
 	if crc != rc.CRC {
 		return corrupt("content checksum mismatch")
 	}
-	r.good[i/64].Or(1 << (i % 64))
+	g := r.good.Load()
+	if g == nil {
+		// Allocated at the first content checked, not at Open, which
+		// costs the same for ten entries or a million.
+		fresh := make([]atomic.Uint64, (r.count+63)/64)
+		if !r.good.CompareAndSwap(nil, &fresh) {
+			g = r.good.Load()
+		} else {
+			g = &fresh
+		}
+	}
+	(*g)[i/64].Or(1 << (i % 64))
 	return nil
 }
 
