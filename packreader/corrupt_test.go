@@ -90,9 +90,25 @@ func TestGolden(t *testing.T) {
 // when reading it allocates more than allocLimit allows for its size.
 func exercise(t *testing.T, data []byte) {
 	t.Helper()
+	exerciseWith(t, data, false, func() (*packreader.Reader, error) {
+		return packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)))
+	})
+}
+
+// exerciseMapped is exercise through a mapping of data, written into a
+// temporary file.
+func exerciseMapped(t *testing.T, data []byte) {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "fuzz.pack")
+	must(t, os.WriteFile(name, data, 0o644))
+	exerciseWith(t, data, true, func() (*packreader.Reader, error) { return packreader.Open(name) })
+}
+
+func exerciseWith(t *testing.T, data []byte, mapped bool, open func() (*packreader.Reader, error)) {
+	t.Helper()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	copied := exerciseReads(t, data)
+	copied := exerciseReads(t, open, mapped)
 	runtime.ReadMemStats(&after)
 	got, limit := after.TotalAlloc-before.TotalAlloc, allocLimit(len(data))+copied
 	// The race detector makes sync.Pool drop buffers at random, and so
@@ -121,11 +137,11 @@ const (
 // exerciseReads runs every read of the Reader over data and returns the
 // bytes that ReadFile returned, copies the caller asked for, and those of
 // the paths fs.WalkDir built.
-func exerciseReads(t *testing.T, data []byte) (copied uint64) {
-	r, err := packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)))
+func exerciseReads(t *testing.T, open func() (*packreader.Reader, error), mapped bool) (copied uint64) {
+	r, err := open()
 	if err != nil {
 		if !errors.Is(err, packreader.ErrCorrupt) {
-			t.Fatalf("OpenReaderAt: %v does not wrap ErrCorrupt", err)
+			t.Fatalf("open: %v does not wrap ErrCorrupt", err)
 		}
 		return 0
 	}
@@ -143,10 +159,19 @@ func exerciseReads(t *testing.T, data []byte) (copied uint64) {
 			return nil
 		}
 		_, serr := r.Stat(p)
-		_, _ = r.ReadLink(p)
+		target, _ := r.ReadLink(p)
+		copied += uint64(len(target))
 		_ = r.Opaque(p)
 		b, rerr := r.ReadFile(p)
 		copied += uint64(cap(b)) + uint64(len(p)) // the copy, and the walk's path
+		if bb, err := r.Bytes(p); err == nil {
+			if rerr == nil && !bytes.Equal(bb, b) {
+				t.Fatalf("Bytes and ReadFile of %s differ", p)
+			}
+			if !mapped {
+				copied += uint64(cap(bb)) // Bytes copies what it cannot map
+			}
+		}
 		for _, e := range []error{serr, rerr} {
 			if verr == nil && errors.Is(e, packreader.ErrCorrupt) {
 				t.Fatalf("Verify passed, but %s: %v", p, e)
@@ -215,6 +240,7 @@ func FuzzOpen(f *testing.F) {
 		exercise(t, data)
 		if fixed := fixCRC(data); fixed != nil {
 			exercise(t, fixed)
+			exerciseMapped(t, fixed)
 		}
 	})
 }

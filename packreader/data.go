@@ -76,12 +76,16 @@ func (r *Reader) knownContent(i uint64, rc packformat.Record) (bool, error) {
 	return true, r.noteContent(i, rc, v.(uint32))
 }
 
+// errContentMismatch is made once: a damaged content shared by many
+// entries fails each of their reads, at no cost each.
+var errContentMismatch = corrupt("content checksum mismatch")
+
 // noteContent records crc, the CRC-32C of record i's content, and reports
 // a mismatch with the record's.
 func (r *Reader) noteContent(i uint64, rc packformat.Record, crc uint32) error {
 	r.contents.LoadOrStore(span{rc.Off, rc.Size}, crc)
 	if crc != rc.CRC {
-		return corrupt("content checksum mismatch")
+		return errContentMismatch
 	}
 	g := r.good.Load()
 	if g == nil {
