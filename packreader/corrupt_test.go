@@ -463,11 +463,11 @@ func TestIssue14ListingSpan(t *testing.T) {
 }
 
 // TestIssue14SharedBadContent damages a content that 500 entries share,
-// or gives each of the 500 records of one content a different wrong
-// checksum: every ReadFile of each entry allocated a copy of it before
-// finding the checksum wrong (and every entry checked the same content
-// again). The Reader now remembers each content's checksum, and fails
-// later reads of a bad one before allocating.
+// gives each of the 500 records of one content a different wrong
+// checksum, or gives each a different size: every ReadFile of each entry
+// allocated a copy before finding the checksum wrong (and every entry
+// checked the same content again). The Reader now remembers each
+// content's checksum, and checks a content before it allocates the copy.
 func TestIssue14SharedBadContent(t *testing.T) {
 	content := bytes.Repeat([]byte("0123456789"), 300)
 	tree := fstest.MapFS{}
@@ -476,7 +476,7 @@ func TestIssue14SharedBadContent(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	must(t, packwriter.Write(&buf, tree))
-	for _, how := range []string{"content", "checksums"} {
+	for _, how := range []string{"content", "checksums", "sizes"} {
 		t.Run("damaged="+how, func(t *testing.T) {
 			data := bytes.Clone(buf.Bytes())
 			if how == "content" {
@@ -489,8 +489,12 @@ func TestIssue14SharedBadContent(t *testing.T) {
 				f, _, _ := packLayout(data)
 				for i := range f.Count {
 					b := data[f.IndexOff+i*packformat.RecordSize:]
-					if b[10] == packformat.TypeFile {
+					switch {
+					case b[10] != packformat.TypeFile:
+					case how == "checksums":
 						binary.LittleEndian.PutUint32(b[56:], uint32(i))
+					default:
+						binary.LittleEndian.PutUint64(b[24:], uint64(len(content))-i)
 					}
 				}
 				data = fixCRC(data)
