@@ -56,8 +56,9 @@ type Reader struct {
 
 	// good and contents remember the contents checked (see
 	// checkContent): good has bit i set once record i's content matched.
-	good     atomic.Pointer[[]atomic.Uint64]
-	contents sync.Map // span → the CRC-32C of its bytes
+	good      atomic.Pointer[[]atomic.Uint64]
+	contents  sync.Map      // span → the CRC-32C of its bytes
+	spanBytes atomic.Uint64 // the sizes of the spans in contents, added up
 }
 
 // Open maps the pack file name into memory and validates its header,

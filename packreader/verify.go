@@ -179,7 +179,7 @@ func (r *Reader) checkContents(files []fileCheck) error {
 			if crc, sum, err = r.contentSum(f.span); err != nil {
 				return err
 			}
-			r.contents.LoadOrStore(f.span, crc)
+			r.storeCRC(f.span, crc)
 		}
 		if f.crc != crc {
 			return corrupt("entry %d: content at %d: CRC-32C mismatch", f.entry, f.off)
