@@ -20,8 +20,8 @@ import (
 // The cost is one deferred call and two flag writes per method call, never
 // per byte or per record: the loops inside a method run unguarded. That
 // is about 5 ns a call: a 512-byte ReadAt of a mapped pack went from 26 to
-// 31.5 ns of CPU, Stat and ReadFile of small files from 203 to 207 and 207
-// to 210 ns, and 64 KiB reads did not change (BenchmarkMappedRead).
+// 31 ns of CPU; Stat and ReadFile of small files (200 ns) moved by no more
+// than 6%, and 64 KiB reads not measurably (BenchmarkMappedRead).
 
 // ErrChanged is wrapped, with ErrCorrupt, by the error of a read that
 // found part of a mapped pack gone: its file was truncated or rewritten in
