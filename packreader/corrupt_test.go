@@ -2,17 +2,20 @@ package packreader_test
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -87,9 +90,25 @@ func TestGolden(t *testing.T) {
 // when reading it allocates more than allocLimit allows for its size.
 func exercise(t *testing.T, data []byte) {
 	t.Helper()
+	exerciseWith(t, data, false, func() (*packreader.Reader, error) {
+		return packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)))
+	})
+}
+
+// exerciseMapped is exercise through a mapping of data, written into a
+// temporary file.
+func exerciseMapped(t *testing.T, data []byte) {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "fuzz.pack")
+	must(t, os.WriteFile(name, data, 0o644))
+	exerciseWith(t, data, true, func() (*packreader.Reader, error) { return packreader.Open(name) })
+}
+
+func exerciseWith(t *testing.T, data []byte, mapped bool, open func() (*packreader.Reader, error)) {
+	t.Helper()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	copied := exerciseReads(t, data)
+	copied := exerciseReads(t, open, mapped)
 	runtime.ReadMemStats(&after)
 	got, limit := after.TotalAlloc-before.TotalAlloc, allocLimit(len(data))+copied
 	// The race detector makes sync.Pool drop buffers at random, and so
@@ -118,11 +137,11 @@ const (
 // exerciseReads runs every read of the Reader over data and returns the
 // bytes that ReadFile returned, copies the caller asked for, and those of
 // the paths fs.WalkDir built.
-func exerciseReads(t *testing.T, data []byte) (copied uint64) {
-	r, err := packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)))
+func exerciseReads(t *testing.T, open func() (*packreader.Reader, error), mapped bool) (copied uint64) {
+	r, err := open()
 	if err != nil {
 		if !errors.Is(err, packreader.ErrCorrupt) {
-			t.Fatalf("OpenReaderAt: %v does not wrap ErrCorrupt", err)
+			t.Fatalf("open: %v does not wrap ErrCorrupt", err)
 		}
 		return 0
 	}
@@ -140,10 +159,19 @@ func exerciseReads(t *testing.T, data []byte) (copied uint64) {
 			return nil
 		}
 		_, serr := r.Stat(p)
-		_, _ = r.ReadLink(p)
+		target, _ := r.ReadLink(p)
+		copied += uint64(len(target))
 		_ = r.Opaque(p)
 		b, rerr := r.ReadFile(p)
 		copied += uint64(cap(b)) + uint64(len(p)) // the copy, and the walk's path
+		if bb, err := r.Bytes(p); err == nil {
+			if rerr == nil && !bytes.Equal(bb, b) {
+				t.Fatalf("Bytes and ReadFile of %s differ", p)
+			}
+			if !mapped {
+				copied += uint64(cap(bb)) // Bytes copies what it cannot map
+			}
+		}
 		for _, e := range []error{serr, rerr} {
 			if verr == nil && errors.Is(e, packreader.ErrCorrupt) {
 				t.Fatalf("Verify passed, but %s: %v", p, e)
@@ -212,6 +240,7 @@ func FuzzOpen(f *testing.F) {
 		exercise(t, data)
 		if fixed := fixCRC(data); fixed != nil {
 			exercise(t, fixed)
+			exerciseMapped(t, fixed)
 		}
 	})
 }
@@ -434,11 +463,11 @@ func TestIssue14ListingSpan(t *testing.T) {
 }
 
 // TestIssue14SharedBadContent damages a content that 500 entries share,
-// or gives each of the 500 records of one content a different wrong
-// checksum: every ReadFile of each entry allocated a copy of it before
-// finding the checksum wrong (and every entry checked the same content
-// again). The Reader now remembers each content's checksum, and fails
-// later reads of a bad one before allocating.
+// gives each of the 500 records of one content a different wrong
+// checksum, or gives each a different size: every ReadFile of each entry
+// allocated a copy before finding the checksum wrong (and every entry
+// checked the same content again). The Reader now remembers each
+// content's checksum, and checks a content before it allocates the copy.
 func TestIssue14SharedBadContent(t *testing.T) {
 	content := bytes.Repeat([]byte("0123456789"), 300)
 	tree := fstest.MapFS{}
@@ -447,7 +476,7 @@ func TestIssue14SharedBadContent(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	must(t, packwriter.Write(&buf, tree))
-	for _, how := range []string{"content", "checksums"} {
+	for _, how := range []string{"content", "checksums", "sizes"} {
 		t.Run("damaged="+how, func(t *testing.T) {
 			data := bytes.Clone(buf.Bytes())
 			if how == "content" {
@@ -460,8 +489,12 @@ func TestIssue14SharedBadContent(t *testing.T) {
 				f, _, _ := packLayout(data)
 				for i := range f.Count {
 					b := data[f.IndexOff+i*packformat.RecordSize:]
-					if b[10] == packformat.TypeFile {
+					switch {
+					case b[10] != packformat.TypeFile:
+					case how == "checksums":
 						binary.LittleEndian.PutUint32(b[56:], uint32(i))
+					default:
+						binary.LittleEndian.PutUint64(b[24:], uint64(len(content))-i)
 					}
 				}
 				data = fixCRC(data)
@@ -511,4 +544,96 @@ func TestIssue14ListingOverlap(t *testing.T) {
 	if _, err := r.ReadDir("d0000"); !errors.Is(err, packreader.ErrCorrupt) {
 		t.Errorf("ReadDir of a directory claiming others' children: %v, want ErrCorrupt", err)
 	}
+}
+
+// countingReaderAt counts the bytes read through it.
+type countingReaderAt struct {
+	r io.ReaderAt
+	n atomic.Int64
+}
+
+func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(p, off)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// TestIssue14VerifyOverlap crafts 200 entries that give one 64 KiB
+// content 200 overlapping spans, each with its right CRC-32C and SHA-256:
+// Verify hashed every span before finding that they overlap, reading
+// 12.9 MB of an 81 KB pack. It now checks the data region's layout first,
+// and hashes each distinct content once.
+func TestIssue14VerifyOverlap(t *testing.T) {
+	data := overlapPack(t)
+	c := &countingReaderAt{r: bytes.NewReader(data)}
+	r, err := packreader.OpenReaderAt(c, int64(len(data)))
+	must(t, err)
+	opened := c.n.Load()
+	if err := r.Verify(); !errors.Is(err, packreader.ErrCorrupt) || !strings.Contains(err.Error(), "overlaps") {
+		t.Errorf("Verify of overlapping contents: %v, want ErrCorrupt for the overlap", err)
+	}
+	if read := c.n.Load() - opened; read > int64(len(data)) {
+		t.Errorf("Verify read %d bytes of a pack of %d", read, len(data))
+	}
+	exercise(t, data)
+}
+
+// TestIssue14ReadOverlap reads each entry of overlapPack once: each first
+// read of a span checked it, 25.9 MB read for an 81 KB pack. The spans
+// checked now add up to no more than the data region, and a span past
+// that is refused unread.
+func TestIssue14ReadOverlap(t *testing.T) {
+	data := overlapPack(t)
+	c := &countingReaderAt{r: bytes.NewReader(data)}
+	r, err := packreader.OpenReaderAt(c, int64(len(data)))
+	must(t, err)
+	opened := c.n.Load()
+	ok := 0
+	for i := range 200 {
+		_, err := r.ReadFile(fmt.Sprintf("f%03d", i))
+		if err == nil {
+			ok++
+		} else if !errors.Is(err, packreader.ErrCorrupt) {
+			t.Fatalf("ReadFile f%03d: %v, want ErrCorrupt", i, err)
+		}
+	}
+	if ok == 0 || ok == 200 {
+		t.Errorf("%d of 200 overlapping contents read, want some and not all", ok)
+	}
+	if read := c.n.Load() - opened; read > 3*int64(len(data)) {
+		t.Errorf("reading every entry once read %d bytes of a pack of %d", read, len(data))
+	}
+}
+
+// overlapPack crafts 200 entries that give one 64 KiB content 200
+// overlapping spans, each with its right CRC-32C and SHA-256, and the
+// footer's logical size to match.
+func overlapPack(t *testing.T) []byte {
+	content := make([]byte, 64<<10)
+	for i := range content {
+		content[i] = byte(i * 31)
+	}
+	tree := fstest.MapFS{}
+	for i := range 200 {
+		tree[fmt.Sprintf("f%03d", i)] = &fstest.MapFile{Data: content, Mode: 0o644}
+	}
+	var buf bytes.Buffer
+	must(t, packwriter.Write(&buf, tree))
+	data := buf.Bytes()
+	f, _, _ := packLayout(data)
+	var logical uint64
+	for i := range f.Count {
+		b := data[f.IndexOff+i*packformat.RecordSize:]
+		if b[10] != packformat.TypeFile {
+			continue
+		}
+		size := uint64(len(content)) - 8*i
+		binary.LittleEndian.PutUint64(b[24:], size)
+		binary.LittleEndian.PutUint32(b[56:], crc32.Checksum(content[:size], crc32.MakeTable(crc32.Castagnoli)))
+		sum := sha256.Sum256(content[:size])
+		copy(b[40:56], sum[:16])
+		logical += size
+	}
+	binary.LittleEndian.PutUint64(data[len(data)-packformat.FooterSize+40:], logical)
+	return fixCRC(data)
 }

@@ -3,6 +3,7 @@ package packreader
 import (
 	"hash/crc32"
 	"sync"
+	"sync/atomic"
 
 	"github.com/packfs/packfs/internal/packformat"
 )
@@ -57,6 +58,12 @@ func putBuf(b *[64 << 10]byte) { bufPool.Put(b) }
 // the CRC-32C its bytes have, which each record's is compared with: a
 // crafted pack whose records give one span different checksums costs one
 // pass too. I/O errors from an io.ReaderAt are not kept.
+//
+// The distinct contents of a pack do not overlap, so together they are no
+// larger than the data region: r.spanBytes adds up the spans checked, and
+// a span that would take it past the data region's size is refused
+// unread. So crafted records that cut one region into many overlapping
+// spans cost at most one pass over the region, not one per span.
 
 // span is a content's place in the data region: a key of r.contents, and
 // what Verify sorts.
@@ -65,7 +72,7 @@ type span struct{ off, size uint64 }
 // knownContent reports whether the CRC-32C of record i's content (rc's) is
 // known, and the mismatch if it differs from rc's.
 func (r *Reader) knownContent(i uint64, rc packformat.Record) (bool, error) {
-	if r.good[i/64].Load()&(1<<(i%64)) != 0 {
+	if g := r.good.Load(); g != nil && (*g)[i/64].Load()&(1<<(i%64)) != 0 {
 		return true, nil
 	}
 	v, ok := r.contents.Load(span{rc.Off, rc.Size})
@@ -75,15 +82,41 @@ func (r *Reader) knownContent(i uint64, rc packformat.Record) (bool, error) {
 	return true, r.noteContent(i, rc, v.(uint32))
 }
 
+// errContentMismatch and errContentOverlap are made once: a damaged
+// content shared by many entries fails each of their reads, at no cost
+// each.
+var (
+	errContentMismatch = corrupt("content checksum mismatch")
+	errContentOverlap  = corrupt("content overlaps the contents already checked")
+)
+
 // noteContent records crc, the CRC-32C of record i's content, and reports
 // a mismatch with the record's.
 func (r *Reader) noteContent(i uint64, rc packformat.Record, crc uint32) error {
-	r.contents.LoadOrStore(span{rc.Off, rc.Size}, crc)
+	r.storeCRC(span{rc.Off, rc.Size}, crc)
 	if crc != rc.CRC {
-		return corrupt("content checksum mismatch")
+		return errContentMismatch
 	}
-	r.good[i/64].Or(1 << (i % 64))
+	g := r.good.Load()
+	if g == nil {
+		// Allocated at the first content checked, not at Open, which
+		// costs the same for ten entries or a million.
+		fresh := make([]atomic.Uint64, (r.count+63)/64)
+		if !r.good.CompareAndSwap(nil, &fresh) {
+			g = r.good.Load()
+		} else {
+			g = &fresh
+		}
+	}
+	(*g)[i/64].Or(1 << (i % 64))
 	return nil
+}
+
+// storeCRC records crc as the CRC-32C of the content at sp.
+func (r *Reader) storeCRC(sp span, crc uint32) {
+	if _, loaded := r.contents.LoadOrStore(sp, crc); !loaded {
+		r.spanBytes.Add(sp.size)
+	}
 }
 
 // checkContent checks record i's content (rc's) against its CRC-32C,
@@ -91,6 +124,9 @@ func (r *Reader) noteContent(i uint64, rc packformat.Record, crc uint32) error {
 func (r *Reader) checkContent(i uint64, rc packformat.Record) error {
 	if known, err := r.knownContent(i, rc); known {
 		return err
+	}
+	if r.spanBytes.Load()+rc.Size > r.footer.DataSize {
+		return errContentOverlap
 	}
 	crc, err := r.contentCRC(rc)
 	if err != nil {

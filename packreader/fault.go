@@ -18,7 +18,10 @@ import (
 // runlock disarms it, recovers a fault at an address inside the mapping and
 // returns it as an error wrapping ErrChanged. Any other panic goes on.
 // The cost is one deferred call and two flag writes per method call, never
-// per byte or per record: the loops inside a method run unguarded.
+// per byte or per record: the loops inside a method run unguarded. That
+// is about 5 ns a call: a 512-byte ReadAt of a mapped pack went from 26 to
+// 31 ns of CPU; Stat and ReadFile of small files (200 ns) moved by no more
+// than 6%, and 64 KiB reads not measurably (BenchmarkMappedRead).
 
 // ErrChanged is wrapped, with ErrCorrupt, by the error of a read that
 // found part of a mapped pack gone: its file was truncated or rewritten in

@@ -2,7 +2,6 @@ package packreader
 
 import (
 	"errors"
-	"hash/crc32"
 	"io/fs"
 	"syscall"
 
@@ -94,18 +93,16 @@ func (r *Reader) ReadFile(name string) (_ []byte, err error) {
 	if empty {
 		return []byte{}, nil
 	}
-	known, err := r.knownContent(i, rc)
-	if err != nil {
+	// Check the content before allocating its copy, so that a bad one
+	// costs none: a crafted pack can give many entries bad contents, each
+	// as large as the data region. Through an io.ReaderAt this reads a
+	// content twice the first time, as a file's first Read does.
+	if err := r.checkContent(i, rc); err != nil {
 		return nil, pathErr("read", name, err)
 	}
 	b := make([]byte, rc.Size)
 	if err := r.readData(b, rc.Off); err != nil {
 		return nil, pathErr("read", name, err)
-	}
-	if !known {
-		if err := r.noteContent(i, rc, crc32.Checksum(b, packformat.Castagnoli)); err != nil {
-			return nil, pathErr("read", name, err)
-		}
 	}
 	return b, nil
 }

@@ -56,8 +56,9 @@ type Reader struct {
 
 	// good and contents remember the contents checked (see
 	// checkContent): good has bit i set once record i's content matched.
-	good     []atomic.Uint64
-	contents sync.Map // span → the CRC-32C of its bytes
+	good      atomic.Pointer[[]atomic.Uint64]
+	contents  sync.Map      // span → the CRC-32C of its bytes
+	spanBytes atomic.Uint64 // the sizes of the spans in contents, added up
 }
 
 // Open maps the pack file name into memory and validates its header,
@@ -157,7 +158,6 @@ func (r *Reader) load(ra io.ReaderAt) error {
 	r.keyBase = packformat.Blocks(r.footer.Count * packformat.RecordSize)
 	r.strBase = r.keyBase + packformat.Blocks(r.footer.Count*packformat.KeySize)
 	r.checked = make([]atomic.Uint64, (tableLen+63)/64)
-	r.good = make([]atomic.Uint64, (r.footer.Count+63)/64)
 	return nil
 }
 

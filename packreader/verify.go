@@ -82,8 +82,7 @@ func (r *Reader) Verify() (err error) {
 	}
 	var logical, strPos uint64
 	listed := uint64(1) // the root
-	checked := map[[3]uint64][16]byte{}
-	var spans []span // the distinct contents
+	var files []fileCheck
 	for d := range r.count {
 		dr, err := r.rec(d)
 		if err != nil {
@@ -102,20 +101,7 @@ func (r *Reader) Verify() (err error) {
 		switch dr.Type {
 		case packformat.TypeFile:
 			logical += dr.Size
-			key := [3]uint64{dr.Off, dr.Size, uint64(dr.CRC)}
-			sum, ok := checked[key]
-			if !ok {
-				if sum, err = r.contentSum(dr); err != nil {
-					return err
-				}
-				checked[key] = sum
-				if dr.Size > 0 {
-					spans = append(spans, span{dr.Off, dr.Size})
-				}
-			}
-			if sum != dr.Sum {
-				return corrupt("entry %d: content SHA-256 mismatch", d)
-			}
+			files = append(files, fileCheck{span{dr.Off, dr.Size}, d, dr.CRC, dr.Sum})
 			continue
 		case packformat.TypeSymlink:
 			if dr.Off != strPos {
@@ -155,13 +141,60 @@ func (r *Reader) Verify() (err error) {
 	if logical != r.footer.Logical {
 		return corrupt("footer logical size %d, entries sum to %d", r.footer.Logical, logical)
 	}
-	return r.checkPadding(spans)
+	return r.checkContents(files)
 }
 
-// checkPadding checks that the contents do not overlap and that every
-// other byte of the data region is zero. The caller holds r.mu.
+// fileCheck is what Verify checks of one file entry's content.
+type fileCheck struct {
+	span
+	entry uint64
+	crc   uint32
+	sum   [16]byte
+}
+
+// checkContents checks the layout of the data region first (contents do
+// not overlap, every other byte is zero), then hashes each distinct
+// content once and compares every entry's CRC-32C and SHA-256 with it.
+// In that order, a crafted pack whose entries give one region many
+// overlapping spans costs one pass over the region to refuse, not a pass
+// per span. The caller holds r.mu.
+func (r *Reader) checkContents(files []fileCheck) error {
+	slices.SortFunc(files, func(a, b fileCheck) int {
+		return cmp.Or(cmp.Compare(a.off, b.off), cmp.Compare(a.size, b.size), cmp.Compare(a.entry, b.entry))
+	})
+	var spans []span // the distinct contents, sorted
+	for k, f := range files {
+		if f.size > 0 && (k == 0 || f.span != files[k-1].span) {
+			spans = append(spans, f.span)
+		}
+	}
+	if err := r.checkPadding(spans); err != nil {
+		return err
+	}
+	var crc uint32
+	var sum [16]byte
+	for k, f := range files {
+		if k == 0 || f.span != files[k-1].span {
+			var err error
+			if crc, sum, err = r.contentSum(f.span); err != nil {
+				return err
+			}
+			r.storeCRC(f.span, crc)
+		}
+		if f.crc != crc {
+			return corrupt("entry %d: content at %d: CRC-32C mismatch", f.entry, f.off)
+		}
+		if f.sum != sum {
+			return corrupt("entry %d: content SHA-256 mismatch", f.entry)
+		}
+	}
+	return nil
+}
+
+// checkPadding checks that the contents, distinct and sorted, do not
+// overlap and that every other byte of the data region is zero. The
+// caller holds r.mu.
 func (r *Reader) checkPadding(spans []span) error {
-	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.off, b.off) })
 	pos := uint64(packformat.HeaderSize)
 	for _, s := range spans {
 		if s.off < pos {
@@ -201,30 +234,28 @@ func (r *Reader) checkZero(lo, hi uint64) error {
 	return nil
 }
 
-// contentSum checks rc's content CRC-32C and returns its truncated SHA-256.
-func (r *Reader) contentSum(rc packformat.Record) ([16]byte, error) {
+// contentSum returns the CRC-32C and the truncated SHA-256 of the content
+// at sp. The caller holds r.mu.
+func (r *Reader) contentSum(sp span) (uint32, [16]byte, error) {
 	var out [16]byte
 	h := sha256.New()
 	c := crc32.New(packformat.Castagnoli)
 	w := io.MultiWriter(h, c)
 	if r.mapped != nil {
-		w.Write(r.mapped[rc.Off : rc.Off+rc.Size])
+		w.Write(r.mapped[sp.off : sp.off+sp.size])
 	} else {
 		buf := getBuf()
 		defer putBuf(buf)
-		for off, left := rc.Off, rc.Size; left > 0; {
+		for off, left := sp.off, sp.size; left > 0; {
 			n := min(left, uint64(len(buf)))
 			if err := readFull(r.ra, buf[:n], int64(off)); err != nil {
-				return out, err
+				return 0, out, err
 			}
 			w.Write(buf[:n])
 			off += n
 			left -= n
 		}
 	}
-	if c.Sum32() != rc.CRC {
-		return out, corrupt("content at %d: CRC-32C mismatch", rc.Off)
-	}
 	copy(out[:], h.Sum(nil))
-	return out, nil
+	return c.Sum32(), out, nil
 }
