@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/packfs/packfs/internal/pathwalk"
 	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/layer/mem"
 )
@@ -19,6 +20,21 @@ import (
 // for every other case, which MkdirAll's recursion serves with the errors
 // os.MkdirAll gives.
 func (u *FS) mkdirAll(name string, perm fs.FileMode) (bool, error) {
+	if len(name) >= pathwalk.MaxPath {
+		// os.MkdirAll makes the parents that fit and fails at the first
+		// element past PATH_MAX, naming it.
+		j := pathwalk.MaxPath + strings.IndexByte(name[pathwalk.MaxPath:], '/')
+		if j < pathwalk.MaxPath {
+			j = len(name)
+		}
+		p := name[:j]
+		if i := strings.LastIndexByte(p, '/'); i > 0 {
+			if err := u.MkdirAll(p[:i], perm); err != nil {
+				return true, err
+			}
+		}
+		return true, layer.PathError("mkdir", p, syscall.ENAMETOOLONG)
+	}
 	if u.upper == nil || u.mounts.Load() != nil {
 		return false, nil
 	}

@@ -265,7 +265,11 @@ func (u *FS) walkTo(root *node, name string, follow bool) (dir, n *node, missing
 			return done(cur), nil, from, syscall.ENOENT
 		}
 		if child.isSymlink() && (follow || !last) {
-			target, err := u.readLink(child)
+			key := linkKey{child.layer, child.pat, child.name}
+			if _, ok := u.layers[child.layer].(pathwalk.LookupFS); !ok {
+				key.name = child.pathOf()
+			}
+			target, err := w.Target(key, func() (string, error) { return u.readLink(child) })
 			if err != nil {
 				return nil, nil, -1, err
 			}
@@ -286,6 +290,15 @@ func (u *FS) walkTo(root *node, name string, follow bool) (dir, n *node, missing
 		}
 		stack = append(stack, child)
 	}
+}
+
+// linkKey names a symlink for pathwalk.Walker.Target: its layer, the
+// layer's handle on its directory, and its name. A layer without handles
+// gives nil ones, and its links go by their union paths.
+type linkKey struct {
+	layer int
+	dir   pathwalk.Dir
+	name  string
 }
 
 // done gives a node the walk returns its path.

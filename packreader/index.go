@@ -251,7 +251,7 @@ func (r *Reader) walk(name string, follow bool) (uint64, packformat.Record, erro
 			if cr.Size >= pathwalk.MaxPath {
 				return 0, cr, syscall.ENAMETOOLONG // refused before it is copied
 			}
-			target, err := r.target(cr)
+			target, err := w.Target([2]uint64{cr.Off, cr.Size}, func() (string, error) { return r.target(cr) })
 			if err != nil {
 				return 0, cr, err
 			}

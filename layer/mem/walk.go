@@ -64,7 +64,8 @@ func walk(root *entry, name string, follow bool) (where, error) {
 			if pathwalk.TooLong(cs.data.Size()) {
 				return where{}, syscall.ENAMETOOLONG // refused before it is copied
 			}
-			abs, err := w.Follow(cs.target(), last)
+			target, _ := w.Target(cs.data, func() (string, error) { return cs.target(), nil })
+			abs, err := w.Follow(target, last)
 			if err != nil {
 				return where{}, err
 			}
