@@ -234,7 +234,11 @@ func (u *FS) walkTo(root *node, name string, follow bool) (dir, n *node, missing
 		return nil, nil, -1, err
 	}
 	var buf [16]*node
-	stack := append(buf[:0], root)
+	stack := buf[:0]
+	if n := pathwalk.Depth(name); n > len(buf) {
+		stack = make([]*node, 0, n) // one allocation for a deep path
+	}
+	stack = append(stack, root)
 	for {
 		from := w.Offset()
 		elem, step, last := w.Next()

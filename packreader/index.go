@@ -212,7 +212,11 @@ func (r *Reader) walk(name string, follow bool) (uint64, packformat.Record, erro
 	// stack holds the directories from the root down to the current one,
 	// whose record is cur; going up decodes the parent's record again.
 	var buf [16]uint64
-	stack := append(buf[:0], 0)
+	stack := buf[:0]
+	if n := pathwalk.Depth(name); n > len(buf) {
+		stack = make([]uint64, 0, n) // one allocation for a deep path
+	}
+	stack = append(stack, 0)
 	cur := r.root
 	up := func() error {
 		if len(stack) > 1 {

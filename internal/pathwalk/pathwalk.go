@@ -67,6 +67,10 @@ func New(name string) (Walker, error) {
 	return Walker{rest: name, nameAt: -1, size: len(name)}, nil
 }
 
+// Depth returns how deep name reaches when no symlink takes it elsewhere:
+// the room a walk's stack of directories needs, the root included.
+func Depth(name string) int { return strings.Count(name, "/") + 2 }
+
 // CheckPath returns ENAMETOOLONG for a path of MaxPath bytes or more, as
 // Linux does for any path given to a system call.
 func CheckPath(name string) error {

@@ -307,6 +307,9 @@ func (f *FS) MkdirAll(name string, perm fs.FileMode) error {
 	if !fs.ValidPath(name) {
 		return layer.PathError("mkdir", name, fs.ErrInvalid)
 	}
+	if done, err := f.mkdirAll(name, perm); done {
+		return err
+	}
 	if i := lastSlash(name); i > 0 {
 		if err := f.MkdirAll(name[:i], perm); err != nil {
 			return err
