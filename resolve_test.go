@@ -113,19 +113,6 @@ func TestIssue14PathMaxUnion(t *testing.T) {
 	}
 }
 
-// hostileLinks returns a tree of symlinks that resolution amplifies
-// unless it is bounded and linear: l -> "l/" + "./"×n, and 64 links each
-// through a long run of "./" to the next.
-func hostileLinks(t *testing.T, n int) *mem.FS {
-	m := mem.New()
-	must(t, m.Symlink("l/"+strings.Repeat("./", n), "l"))
-	dots := strings.Repeat("./", n)
-	for i := range 64 {
-		must(t, m.Symlink(dots+"s"+string(rune('A'+(i+1)%64)), "s"+string(rune('A'+i))))
-	}
-	return m
-}
-
 // TestIssue14SymlinkAmplification: resolving the hostile links gives
 // ELOOP and allocates at most a small multiple of the pack's size (each
 // distinct target is read once), through mem, the pack and the union of
