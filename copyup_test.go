@@ -300,3 +300,48 @@ func TestIssue14RenameWhole(t *testing.T) {
 		})
 	}
 }
+
+// A copy-up through a symlink alias brings up the whole missing chain of
+// parents with their modes and mtimes, and a symlink with its target and
+// mtime; read-only handles opened before follow the copy.
+func TestCopyUpChain(t *testing.T) {
+	m := mem.New()
+	old := time.Date(2003, 4, 5, 6, 7, 8, 0, time.UTC)
+	must(t, m.MkdirAll("a/b/c", 0o700))
+	must(t, m.WriteFile("a/b/c/f", []byte("lower"), 0o640))
+	must(t, m.Symlink("a/b", "l"))
+	must(t, m.Symlink("f", "a/b/c/sl"))
+	for _, p := range []string{"a/b/c/f", "a/b/c", "a/b", "a"} {
+		must(t, m.Chtimes(p, old, old))
+	}
+	must(t, m.Chmod("a/b", 0o750))
+	lower := m.Snapshot()
+	u := packfs.New(mem.New(), lower)
+	h, err := u.Open("a/b/c/f")
+	must(t, err)
+	defer h.Close()
+	f, err := u.OpenFile("l/c/f", os.O_WRONLY|os.O_APPEND, 0)
+	must(t, err)
+	_, err = f.Write([]byte("+upper"))
+	must(t, err)
+	must(t, f.Close())
+	for _, p := range []string{"a", "a/b", "a/b/c"} {
+		want, _ := lower.Stat(p)
+		got, err := u.Stat(p)
+		if err != nil || got.Mode() != want.Mode() || !got.ModTime().Equal(want.ModTime()) {
+			t.Errorf("%s: %v, %v; want %v %v", p, got.Mode(), err, want.Mode(), want.ModTime())
+		}
+	}
+	wantContent(t, u, "a/b/c/f", "lower+upper")
+	if b, err := io.ReadAll(h); err != nil || string(b) != "lower+upper" {
+		t.Errorf("handle opened before the copy-up reads %q, %v", b, err)
+	}
+	must(t, u.Lchown("a/b/c/sl", 0, 0)) // copies the symlink up
+	if target, err := u.ReadLink("a/b/c/sl"); err != nil || target != "f" {
+		t.Errorf("ReadLink = %q, %v", target, err)
+	}
+	want, _ := lower.Lstat("a/b/c/sl")
+	if got, err := u.Lstat("a/b/c/sl"); err != nil || !got.ModTime().Equal(want.ModTime()) || got.Mode() != want.Mode() {
+		t.Errorf("symlink copy: %v, %v; want %v", got, err, want)
+	}
+}

@@ -32,7 +32,9 @@
 //     EXDEV. A directory with lower contents is copied up whole first; the
 //     move, and the whiteout it leaves, are one step of a mem upper layer.
 //   - Paths resolve as on Linux, within its limits: 40 symlinks (ELOOP),
-//     4,096 bytes for a path or a symlink target (ENAMETOOLONG). A
+//     4,096 bytes for a path or a symlink target (ENAMETOOLONG; MkdirAll
+//     of a longer path fails whole, where os.MkdirAll makes the parents
+//     that fit, since a failed operation changes nothing). A
 //     resolution costs time linear in the path's length, one lookup per
 //     element and layer, where the layers look names up in a directory
 //     found earlier (pathwalk's LookupAt: package mem and packreader);

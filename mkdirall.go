@@ -11,6 +11,9 @@ import (
 	"github.com/packfs/packfs/layer/mem"
 )
 
+// maxName is Linux's NAME_MAX, the longest name of one element.
+const maxName = 255
+
 // mkdirAll is MkdirAll in one walk, for the common case: the path's
 // elements resolve to directories up to one that is missing, which comes
 // from name itself rather than a symlink's target. It makes that one with
@@ -21,19 +24,11 @@ import (
 // os.MkdirAll gives.
 func (u *FS) mkdirAll(name string, perm fs.FileMode) (bool, error) {
 	if len(name) >= pathwalk.MaxPath {
-		// os.MkdirAll makes the parents that fit and fails at the first
-		// element past PATH_MAX, naming it.
-		j := pathwalk.MaxPath + strings.IndexByte(name[pathwalk.MaxPath:], '/')
-		if j < pathwalk.MaxPath {
-			j = len(name)
-		}
-		p := name[:j]
-		if i := strings.LastIndexByte(p, '/'); i > 0 {
-			if err := u.MkdirAll(p[:i], perm); err != nil {
-				return true, err
-			}
-		}
-		return true, layer.PathError("mkdir", p, syscall.ENAMETOOLONG)
+		// Fail whole, before making anything: os.MkdirAll would make the
+		// parents that fit, but a failed operation here changes nothing,
+		// so that the store, which logs only what succeeds, never holds
+		// changes its log lacks.
+		return true, layer.PathError("mkdir", name, syscall.ENAMETOOLONG)
 	}
 	if u.upper == nil || u.mounts.Load() != nil {
 		return false, nil
@@ -53,6 +48,12 @@ func (u *FS) mkdirAll(name string, perm fs.FileMode) (bool, error) {
 		return true, layer.PathError("mkdir", name, syscall.ENOTDIR)
 	case err != nil && !errors.Is(err, syscall.ENOENT), from < 0, dir == nil:
 		return false, nil
+	}
+	for e := range strings.SplitSeq(name[from:], "/") {
+		if len(e) > maxName {
+			// As for PATH_MAX: refused before anything is made.
+			return true, layer.PathError("mkdir", name, syscall.ENAMETOOLONG)
+		}
 	}
 	first, more, _ := strings.Cut(name[from:], "/")
 	c, err := u.lookup(dir, first)

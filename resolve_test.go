@@ -84,32 +84,41 @@ func TestIssue14DeepPathLinear(t *testing.T) {
 }
 
 // TestIssue14PathMaxUnion: the union refuses paths of PATH_MAX bytes or
-// more with ENAMETOOLONG, as Linux does, and MkdirAll of a longer path
-// makes the directories that fit, as os.MkdirAll does.
+// more with ENAMETOOLONG, as Linux does; MkdirAll of a longer path fails
+// whole, making nothing.
 func TestIssue14PathMaxUnion(t *testing.T) {
 	m := mem.New()
 	must(t, m.MkdirAll("a/b", 0o755))
 	u := packfs.New(mem.New(), packFS(t, m.Snapshot()))
 	long := deep(5000) // 10 KB
-	err := u.MkdirAll(long, 0o755)
-	var pe *fs.PathError
-	if !errors.Is(err, syscall.ENAMETOOLONG) || !errors.As(err, &pe) || len(pe.Path) < 4096 || len(pe.Path) > 4097 {
+	if err := u.MkdirAll(long, 0o755); !errors.Is(err, syscall.ENAMETOOLONG) {
 		t.Fatalf("MkdirAll of %d bytes: %v", len(long), err)
 	}
-	fit := pe.Path[:strings.LastIndexByte(pe.Path, '/')]
-	if fi, err := u.Stat(fit); err != nil || !fi.IsDir() {
-		t.Errorf("Stat of the longest prefix that fits (%d bytes): %v", len(fit), err)
+	wantMissing(t, u, "a/b/d")
+	if err := u.MkdirAll("a/b/d/"+strings.Repeat("n", 256)+"/e", 0o755); !errors.Is(err, syscall.ENAMETOOLONG) {
+		t.Errorf("MkdirAll with a name of 256 bytes: %v", err)
 	}
-	for _, op := range []func(string) error{
-		func(p string) error { _, err := u.Stat(p); return err },
-		func(p string) error { _, err := u.Lstat(p); return err },
-		func(p string) error { _, err := u.Open(p); return err },
-		func(p string) error { return u.Mkdir(p, 0o755) },
-		func(p string) error { return u.WriteFile(p, nil, 0o644) },
-	} {
-		if err := op(pe.Path); !errors.Is(err, syscall.ENAMETOOLONG) {
-			t.Errorf("%d bytes: %v, want ENAMETOOLONG", len(pe.Path), err)
+	wantMissing(t, u, "a/b/d")
+	n := 4096 // the shortest valid path of PATH_MAX bytes or more
+	if long[n-1] == '/' {
+		n++
+	}
+	for _, p := range []string{long[:n], long} {
+		for _, op := range []func(string) error{
+			func(p string) error { _, err := u.Stat(p); return err },
+			func(p string) error { _, err := u.Lstat(p); return err },
+			func(p string) error { _, err := u.Open(p); return err },
+			func(p string) error { return u.Mkdir(p, 0o755) },
+			func(p string) error { return u.WriteFile(p, nil, 0o644) },
+			func(p string) error { return u.Rename("a", p) },
+		} {
+			if err := op(p); !errors.Is(err, syscall.ENAMETOOLONG) {
+				t.Errorf("%d bytes: %.60v, want ENAMETOOLONG", len(p), err)
+			}
 		}
+	}
+	if _, err := u.Stat(long[:n-2]); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%d bytes: %.60v, want ErrNotExist", n-2, err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/packfs/packfs/internal/pathwalk"
 	"github.com/packfs/packfs/layer"
 )
 
@@ -19,6 +20,13 @@ func (f *FS) mkdirAll(name string, perm fs.FileMode) (bool, error) {
 	done := false
 	err := f.update(func(root *entry, now int64) error {
 		w, from, err := walkTo(root, name, true)
+		if errors.Is(err, syscall.ENAMETOOLONG) && len(name) >= pathwalk.MaxPath {
+			// Fail whole, before making anything, where os.MkdirAll would
+			// make the parents that fit: a failed operation changes
+			// nothing.
+			done = true
+			return err
+		}
 		if err != nil && !errors.Is(err, syscall.ENOENT) || from < 0 || w.dir == nil {
 			return nil
 		}

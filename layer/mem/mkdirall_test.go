@@ -66,6 +66,13 @@ func TestMkdirAllErrors(t *testing.T) {
 			t.Errorf("MkdirAll(%s) = %v, want %v at %s", tc.name, err, tc.err, tc.path)
 		}
 	}
+	long := "dir" + strings.Repeat("/d", 2100)
+	if err := f.MkdirAll(long, 0o755); !errors.Is(err, syscall.ENAMETOOLONG) {
+		t.Errorf("MkdirAll of %d bytes: %v", len(long), err)
+	}
+	if _, err := f.Lstat("dir"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a failed MkdirAll made its parents: %v", err)
+	}
 	if err := f.MkdirAll("dir", 0o755); err != nil {
 		t.Fatal(err)
 	}
