@@ -37,8 +37,9 @@
 //     that fit, since a failed operation changes nothing). A
 //     resolution costs time linear in the path's length, one lookup per
 //     element and layer, where the layers look names up in a directory
-//     found earlier (pathwalk's LookupAt: package mem and packreader);
-//     other fs.FS layers are asked by the whole path at each element.
+//     found earlier (a LookupAt method: package mem, packreader and
+//     unions without mounts have one); other fs.FS layers are asked by
+//     the whole path at each element.
 //   - [FS.Snapshot] returns an immutable union in O(1): a snapshot of the
 //     upper layer over the same lowers.
 //

@@ -195,3 +195,34 @@ func TestIssue14SymlinkTooLong(t *testing.T) {
 		}
 	}
 }
+
+// A union stacked over another's snapshot resolves deep paths in linear
+// time too: the lower union offers LookupAt.
+func TestStackedUnionDeepPathLinear(t *testing.T) {
+	m := mem.New()
+	must(t, m.MkdirAll("a/b", 0o755))
+	lower := packFS(t, m.Snapshot())
+	cost := func(depth int) uint64 {
+		inner := packfs.New(mem.New(), lower)
+		name := deep(depth)
+		must(t, inner.MkdirAll(name, 0o755))
+		must(t, inner.WriteFile(name+"/f", []byte("x"), 0o644))
+		snap, err := inner.Snapshot()
+		must(t, err)
+		return allocated(func() {
+			u := packfs.New(mem.New(), snap)
+			if _, err := u.Lstat(name); err != nil {
+				t.Fatal(err)
+			}
+			if err := u.WriteFile(name+"/f", []byte("y"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			wantContent(t, u, name+"/f", "y")
+			wantContent(t, snap, name+"/f", "x")
+		})
+	}
+	small, large := cost(100), cost(400)
+	if ratio := float64(large) / float64(small); ratio > 6 {
+		t.Errorf("depth 100: %d bytes, depth 400: %d bytes: %.1fx for 4x the depth", small, large, ratio)
+	}
+}
