@@ -186,3 +186,162 @@ func TestIssue14CopyUpWholeStore(t *testing.T) {
 		})
 	}
 }
+
+// steppedUpper is a mem upper layer that calls after once each change
+// it makes is done, so that a test can look at every state the union
+// passes through, in order.
+type steppedUpper struct {
+	*mem.FS
+	after func(op string)
+}
+
+func (s *steppedUpper) step(op string, err error) error {
+	if err == nil {
+		s.after(op)
+	}
+	return err
+}
+
+func (s *steppedUpper) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, error) {
+	f, err := s.FS.OpenFile(name, flag, perm)
+	return f, s.step("open "+name, err)
+}
+func (s *steppedUpper) Mkdir(name string, perm fs.FileMode) error {
+	return s.step("mkdir "+name, s.FS.Mkdir(name, perm))
+}
+func (s *steppedUpper) Chmod(name string, mode fs.FileMode) error {
+	return s.step("chmod "+name, s.FS.Chmod(name, mode))
+}
+func (s *steppedUpper) Chtimes(name string, a, m time.Time) error {
+	return s.step("chtimes "+name, s.FS.Chtimes(name, a, m))
+}
+func (s *steppedUpper) Remove(name string) error { return s.step("remove "+name, s.FS.Remove(name)) }
+func (s *steppedUpper) Whiteout(name string) error {
+	return s.step("whiteout "+name, s.FS.Whiteout(name))
+}
+func (s *steppedUpper) Rename(o, n string) error {
+	return s.step("rename "+o+" "+n, s.FS.Rename(o, n))
+}
+func (s *steppedUpper) RenameUnion(o, n string, whiteout bool) error {
+	return s.step("union rename "+o+" "+n, s.FS.RenameUnion(o, n, whiteout))
+}
+func (s *steppedUpper) CopyIn(dir string, chain []mem.Copy) error {
+	return s.step("copyin "+dir, s.FS.CopyIn(dir, chain))
+}
+
+// TestIssue14RenameWhole: renaming a directory of a lower layer copies it
+// up and moves it; every state the union passes through holds it at the
+// old name or the new one, never both or neither, and always whole.
+func TestIssue14RenameWhole(t *testing.T) {
+	m := mem.New()
+	must(t, m.Mkdir("d", 0o755))
+	must(t, m.Mkdir("d/sub", 0o755))
+	const size = 1024
+	for _, name := range []string{"d/a", "d/b", "d/sub/c"} {
+		must(t, m.WriteFile(name, bytes.Repeat([]byte{'x'}, size), 0o644))
+	}
+	var buf bytes.Buffer
+	must(t, packwriter.Write(&buf, m.Snapshot()))
+	lower, err := packreader.OpenReaderAt(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	must(t, err)
+	for _, dst := range []string{"e", "x"} { // x: where the lowers' x was removed
+		t.Run(dst, func(t *testing.T) {
+			var u *packfs.FS
+			steps := 0
+			check := func(op string) {
+				steps++
+				snap, err := u.Snapshot()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var at []string
+				for _, name := range []string{"d", dst} {
+					n := 0
+					err := fs.WalkDir(snap, name, func(p string, e fs.DirEntry, err error) error {
+						if err != nil {
+							return err
+						}
+						if e.Type().IsRegular() {
+							if fi, err := e.Info(); err != nil || fi.Size() != size {
+								t.Errorf("after %s: %s is %v, %v", op, p, fi, err)
+							}
+							n++
+						}
+						return nil
+					})
+					if err == nil && n > 0 {
+						at = append(at, name)
+						if n != 3 {
+							t.Errorf("after %s: %s holds %d files, want 3", op, name, n)
+						}
+					}
+				}
+				if len(at) != 1 {
+					t.Errorf("after %s: the directory is at %v", op, at)
+				}
+			}
+			lm := mem.New()
+			must(t, lm.Mkdir("x", 0o755))
+			must(t, lm.WriteFile("x/old", nil, 0o644))
+			checking := false
+			up := &steppedUpper{FS: mem.New(), after: func(op string) {
+				if checking {
+					check(op)
+				}
+			}}
+			u = packfs.New(up, lower, lm.Snapshot())
+			must(t, u.RemoveAll("x"))
+			checking = true
+			must(t, u.Rename("d", dst))
+			check("the rename")
+			if steps < 2 {
+				t.Errorf("%d steps", steps)
+			}
+		})
+	}
+}
+
+// A copy-up through a symlink alias brings up the whole missing chain of
+// parents with their modes and mtimes, and a symlink with its target and
+// mtime; read-only handles opened before follow the copy.
+func TestCopyUpChain(t *testing.T) {
+	m := mem.New()
+	old := time.Date(2003, 4, 5, 6, 7, 8, 0, time.UTC)
+	must(t, m.MkdirAll("a/b/c", 0o700))
+	must(t, m.WriteFile("a/b/c/f", []byte("lower"), 0o640))
+	must(t, m.Symlink("a/b", "l"))
+	must(t, m.Symlink("f", "a/b/c/sl"))
+	for _, p := range []string{"a/b/c/f", "a/b/c", "a/b", "a"} {
+		must(t, m.Chtimes(p, old, old))
+	}
+	must(t, m.Chmod("a/b", 0o750))
+	lower := m.Snapshot()
+	u := packfs.New(mem.New(), lower)
+	h, err := u.Open("a/b/c/f")
+	must(t, err)
+	defer h.Close()
+	f, err := u.OpenFile("l/c/f", os.O_WRONLY|os.O_APPEND, 0)
+	must(t, err)
+	_, err = f.Write([]byte("+upper"))
+	must(t, err)
+	must(t, f.Close())
+	for _, p := range []string{"a", "a/b", "a/b/c"} {
+		want, _ := lower.Stat(p)
+		got, err := u.Stat(p)
+		if err != nil || got.Mode() != want.Mode() || !got.ModTime().Equal(want.ModTime()) {
+			t.Errorf("%s: %v, %v; want %v %v", p, got.Mode(), err, want.Mode(), want.ModTime())
+		}
+	}
+	wantContent(t, u, "a/b/c/f", "lower+upper")
+	if b, err := io.ReadAll(h); err != nil || string(b) != "lower+upper" {
+		t.Errorf("handle opened before the copy-up reads %q, %v", b, err)
+	}
+	must(t, u.Lchown("a/b/c/sl", 0, 0)) // copies the symlink up
+	if target, err := u.ReadLink("a/b/c/sl"); err != nil || target != "f" {
+		t.Errorf("ReadLink = %q, %v", target, err)
+	}
+	want, _ := lower.Lstat("a/b/c/sl")
+	if got, err := u.Lstat("a/b/c/sl"); err != nil || !got.ModTime().Equal(want.ModTime()) || got.Mode() != want.Mode() {
+		t.Errorf("symlink copy: %v, %v; want %v", got, err, want)
+	}
+}

@@ -17,15 +17,29 @@
 //     Directories of the same name merge; ReadDir lists each name once,
 //     from the topmost layer holding it, sorted, in O(k log layers).
 //   - Writing to a lower file, or changing its mode or times, first copies
-//     it up with its mode, mtime and contents (streamed, never loaded
-//     whole). A read-only handle opened before the copy-up follows it.
+//     it up with its mode, mtime and contents. With an upper layer of
+//     package mem the copy, with any missing parent directories, is built
+//     aside and published in one step, so that readers and snapshots see
+//     the lower file or the whole copy, never a part; other upper layers
+//     get it step by step, streamed. A read-only handle opened before the
+//     copy-up follows it.
 //   - Removing a name a lower layer holds records a whiteout in the upper
 //     layer, so the lower version never comes back. RemoveAll of a
 //     directory costs one upper operation and one whiteout, whatever it
 //     holds. A directory made where a lower one was removed is opaque: the
 //     lower contents stay hidden.
 //   - Rename works for files and for directories in any layer; there is no
-//     EXDEV. A directory with lower contents is copied up whole first.
+//     EXDEV. A directory with lower contents is copied up whole first; the
+//     move, and the whiteout it leaves, are one step of a mem upper layer.
+//   - Paths resolve as on Linux, within its limits: 40 symlinks (ELOOP),
+//     4,096 bytes for a path or a symlink target (ENAMETOOLONG; MkdirAll
+//     of a longer path fails whole, where os.MkdirAll makes the parents
+//     that fit, since a failed operation changes nothing). A
+//     resolution costs time linear in the path's length, one lookup per
+//     element and layer, where the layers look names up in a directory
+//     found earlier (a LookupAt method: package mem, packreader and
+//     unions without mounts have one); other fs.FS layers are asked by
+//     the whole path at each element.
 //   - [FS.Snapshot] returns an immutable union in O(1): a snapshot of the
 //     upper layer over the same lowers.
 //   - Creating a name applies Linux's limits (see package layer's Names)

@@ -212,3 +212,37 @@ func TestIssue13OffsetsPastMaxUnion(t *testing.T) {
 		t.Errorf("ReadFile(low) = %q, %v", got, err)
 	}
 }
+
+// TestIssue13SetgidMkdirAllOneStep: MkdirAll's one-step paths (the
+// union's chain below its first Mkdir, mem's own chain, and a copy-up of
+// a setgid directory) keep and inherit the setgid bit, as one Mkdir at a
+// time does.
+func TestIssue13SetgidMkdirAllOneStep(t *testing.T) {
+	u := packfs.New(mem.New(), setgidLower(t))
+	if err := u.MkdirAll("g/a/b/c/d", 0o750); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"g/a", "g/a/b", "g/a/b/c", "g/a/b/c/d"} {
+		wantMode(t, u, p, fs.ModeDir|fs.ModeSetgid|0o750)
+	}
+	// A file written in the lower's setgid directory copies it up.
+	if err := u.WriteFile("g/sub/f", []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantMode(t, u, "g/sub", fs.ModeDir|fs.ModeSetgid|0o700)
+	wantMode(t, u, "g", fs.ModeDir|fs.ModeSetgid|0o755)
+
+	m := mem.New()
+	if err := m.Mkdir("s", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Chmod("s", fs.ModeSetgid|0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.MkdirAll("s/x/y/z", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"s/x", "s/x/y", "s/x/y/z"} {
+		wantMode(t, m, p, fs.ModeDir|fs.ModeSetgid|0o700)
+	}
+}

@@ -115,20 +115,33 @@ func (u *FS) rename(oldname, newname string) error {
 	if err2 == nil {
 		err2 = u.upperDir(ndir)
 	}
-	if err2 == nil && dst.upperWhiteout {
+	rw, oneStep := u.upper.(renameUnionFS)
+	if err2 == nil && dst.upperWhiteout && !oneStep {
 		err2 = u.upper.Remove(dst.path)
 	}
-	if err2 == nil {
-		err2 = u.upper.Rename(src.path, dst.path)
+	if err2 == nil && src.isDir() && dst.below && !layer.IsOpaque(u.upper, src.path) {
+		// The lowers' entries at the new name must not merge into it:
+		// the marker moves with the directory, so that they never show.
+		err2 = u.markOpaque(src.path)
 	}
-	if err2 == nil && src.below {
-		err2 = u.upper.Whiteout(src.path)
+	if err2 != nil {
+		return err2
 	}
-	if err2 == nil && src.isDir() && dst.below && !layer.IsOpaque(u.upper, dst.path) {
-		// The lowers' entries at the new name must not merge into it.
-		err2 = u.markOpaque(dst.path)
+	if oneStep {
+		// The whiteout that hides the lowers' entry at the old name goes
+		// in with the rename, which replaces one at the new name.
+		return rw.RenameUnion(src.path, dst.path, src.below)
 	}
-	return err2
+	if err := u.upper.Rename(src.path, dst.path); err != nil || !src.below {
+		return err
+	}
+	return u.upper.Whiteout(src.path)
+}
+
+// renameUnionFS is an upper layer that renames in one step over a
+// whiteout, leaving one behind when asked (layer/mem).
+type renameUnionFS interface {
+	RenameUnion(oldname, newname string, whiteout bool) error
 }
 
 // within reports whether p is base or below it.

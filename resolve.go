@@ -93,12 +93,22 @@ func (u *FS) root() (*node, error) {
 	return &node{path: ".", info: fi, dirs: u.rootDirs, at: u.rootAt}, nil
 }
 
+// lookupFS returns l's LookupAt, unless l is a union with mounts, which
+// are matched on names.
+func lookupFS(l fs.FS) (pathwalk.LookupFS, bool) {
+	if lu, ok := l.(*FS); ok && lu.mounts.Load() != nil {
+		return nil, false
+	}
+	la, ok := l.(pathwalk.LookupFS)
+	return la, ok
+}
+
 // lookupIn looks name up in the k-th layer merged into dir: in one step
 // where the layer offers pathwalk.LookupFS, and else by the union path.
 func (u *FS) lookupIn(dir *node, k int, name string) (pathwalk.Entry, error) {
 	i := dir.dirs[k]
 	l := u.layers[i]
-	if la, ok := l.(pathwalk.LookupFS); ok {
+	if la, ok := lookupFS(l); ok {
 		return la.LookupAt(dir.at[k], name)
 	}
 	p := path.Join(dir.pathOf(), name)
@@ -191,7 +201,7 @@ func (u *FS) readLink(n *node) (string, error) {
 		return "", syscall.ENAMETOOLONG
 	}
 	l := u.layers[n.layer]
-	if la, ok := l.(pathwalk.LookupFS); ok && n.parent != nil {
+	if la, ok := lookupFS(l); ok && n.parent != nil {
 		return la.ReadLinkAt(n.pat, n.name)
 	}
 	return fs.ReadLink(l, n.pathOf())
@@ -234,7 +244,11 @@ func (u *FS) walkTo(root *node, name string, follow bool) (dir, n *node, missing
 		return nil, nil, -1, err
 	}
 	var buf [16]*node
-	stack := append(buf[:0], root)
+	stack := buf[:0]
+	if n := pathwalk.Depth(name); n > len(buf) {
+		stack = make([]*node, 0, n) // one allocation for a deep path
+	}
+	stack = append(stack, root)
 	for {
 		from := w.Offset()
 		elem, step, last := w.Next()
@@ -265,7 +279,11 @@ func (u *FS) walkTo(root *node, name string, follow bool) (dir, n *node, missing
 			return done(cur), nil, from, syscall.ENOENT
 		}
 		if child.isSymlink() && (follow || !last) {
-			target, err := u.readLink(child)
+			key := linkKey{child.layer, child.pat, child.name}
+			if _, ok := lookupFS(u.layers[child.layer]); !ok {
+				key.name = child.pathOf()
+			}
+			target, err := w.Target(key, func() (string, error) { return u.readLink(child) })
 			if err != nil {
 				return nil, nil, -1, err
 			}
@@ -286,6 +304,15 @@ func (u *FS) walkTo(root *node, name string, follow bool) (dir, n *node, missing
 		}
 		stack = append(stack, child)
 	}
+}
+
+// linkKey names a symlink for pathwalk.Walker.Target: its layer, the
+// layer's handle on its directory, and its name. A layer without handles
+// gives nil ones, and its links go by their union paths.
+type linkKey struct {
+	layer int
+	dir   pathwalk.Dir
+	name  string
 }
 
 // done gives a node the walk returns its path.
@@ -468,4 +495,56 @@ func (u *FS) learnDir(dir, top string) *lowerDir {
 	}
 	v, _ := u.lowerDirs.LoadOrStore(dir, d)
 	return v.(*lowerDir)
+}
+
+var _ pathwalk.LookupFS = (*FS)(nil)
+
+// LookupAt looks name up in a directory of the union found by an earlier
+// LookupAt (nil: the root), so that a union stacked over this one (over
+// its snapshot) resolves a path in one lookup per element too. A union
+// with mounts is asked by paths instead (see lookupIn): its mounts are
+// matched on names.
+func (u *FS) LookupAt(dir pathwalk.Dir, name string) (pathwalk.Entry, error) {
+	d, err := u.dirAt(dir)
+	if err != nil {
+		return pathwalk.Entry{}, err
+	}
+	n, err := u.lookupNode(d, name)
+	switch {
+	case err != nil:
+		return pathwalk.Entry{}, err
+	case !n.exists():
+		return pathwalk.Entry{}, syscall.ENOENT
+	}
+	e := pathwalk.Entry{Info: named(n.info, name)}
+	if n.isDir() {
+		e.Dir = n
+	}
+	return e, nil
+}
+
+// ReadLinkAt returns the target of the symlink name in dir.
+func (u *FS) ReadLinkAt(dir pathwalk.Dir, name string) (string, error) {
+	d, err := u.dirAt(dir)
+	if err != nil {
+		return "", err
+	}
+	n, err := u.lookupNode(d, name)
+	switch {
+	case err != nil:
+		return "", err
+	case !n.exists():
+		return "", syscall.ENOENT
+	case !n.isSymlink():
+		return "", syscall.EINVAL
+	}
+	return u.readLink(n)
+}
+
+// dirAt returns the node a LookupAt handle stands for.
+func (u *FS) dirAt(dir pathwalk.Dir) (*node, error) {
+	if n, ok := dir.(*node); ok && n != nil {
+		return n, nil
+	}
+	return u.root()
 }

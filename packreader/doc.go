@@ -12,10 +12,15 @@
 // give (fs.ErrNotExist, syscall.ENOTDIR, syscall.ELOOP, ...).
 //
 // Symlinks resolve inside the pack: absolute targets from the pack's root,
-// ".." stopping at the root, ELOOP after 40 links. Whiteouts (written from
-// layer.ModeWhiteout entries) are visible as entries of that mode, and
-// [Reader.Opaque] reports a directory's opaque flag, so a union can apply
-// them.
+// ".." stopping at the root, ELOOP after 40 links, and ENAMETOOLONG for a
+// path or a target of 4,096 bytes or more (Linux's PATH_MAX), refused
+// before it is copied. A resolution costs time linear in the bytes it
+// reads and copies each target once, however many links lead through it,
+// so no pack makes it allocate more than the pack's size. Whiteouts
+// (written from layer.ModeWhiteout entries) are visible as entries of that
+// mode, and [Reader.Opaque] reports a directory's opaque flag, so a union
+// can apply them; [Reader.LookupAt] looks a name up in a directory found
+// earlier, so that a union resolves a path in one lookup per element.
 //
 // [Reader.ReadFile] returns a copy, as fs.ReadFile's contract requires.
 // [Reader.Bytes] returns the mapped bytes themselves, valid until Close.

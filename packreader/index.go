@@ -212,7 +212,11 @@ func (r *Reader) walk(name string, follow bool) (uint64, packformat.Record, erro
 	// stack holds the directories from the root down to the current one,
 	// whose record is cur; going up decodes the parent's record again.
 	var buf [16]uint64
-	stack := append(buf[:0], 0)
+	stack := buf[:0]
+	if n := pathwalk.Depth(name); n > len(buf) {
+		stack = make([]uint64, 0, n) // one allocation for a deep path
+	}
+	stack = append(stack, 0)
 	cur := r.root
 	up := func() error {
 		if len(stack) > 1 {
@@ -251,7 +255,7 @@ func (r *Reader) walk(name string, follow bool) (uint64, packformat.Record, erro
 			if cr.Size >= pathwalk.MaxPath {
 				return 0, cr, syscall.ENAMETOOLONG // refused before it is copied
 			}
-			target, err := r.target(cr)
+			target, err := w.Target([2]uint64{cr.Off, cr.Size}, func() (string, error) { return r.target(cr) })
 			if err != nil {
 				return 0, cr, err
 			}

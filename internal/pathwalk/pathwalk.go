@@ -48,6 +48,14 @@ type Walker struct {
 	nameAt int
 	size   int // the path's length
 	hops   int
+	// read holds the targets read so far, so that hops through one link
+	// copy its target once.
+	read []target
+}
+
+type target struct {
+	key any
+	s   string
 }
 
 // New returns a Walker over name, a valid io/fs path other than ".". It
@@ -58,6 +66,10 @@ func New(name string) (Walker, error) {
 	}
 	return Walker{rest: name, nameAt: -1, size: len(name)}, nil
 }
+
+// Depth returns how deep name reaches when no symlink takes it elsewhere:
+// the room a walk's stack of directories needs, the root included.
+func Depth(name string) int { return strings.Count(name, "/") + 2 }
 
 // CheckPath returns ENAMETOOLONG for a path of MaxPath bytes or more, as
 // Linux does for any path given to a system call.
@@ -105,6 +117,24 @@ func (w *Walker) Offset() int {
 // TooLong reports whether a symlink target of size bytes is past Linux's
 // limit, so that a layer can refuse it before reading it.
 func TooLong(size int64) bool { return size >= MaxPath }
+
+// Target returns the target of the symlink key names, reading it with
+// read only the first time the walk meets that link: each distinct target
+// is copied once per resolution however many hops go through it, so that
+// a resolution never allocates more than the targets it reads. key must
+// be comparable.
+func (w *Walker) Target(key any, read func() (string, error)) (string, error) {
+	for _, t := range w.read {
+		if t.key == key {
+			return t.s, nil
+		}
+	}
+	s, err := read()
+	if err == nil {
+		w.read = append(w.read, target{key, s})
+	}
+	return s, err
+}
 
 // Follow puts the symlink target in place of the element Next just
 // returned, so that the walk continues through it. It reports whether the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/packfs/packfs/internal/pathwalk"
 	"github.com/packfs/packfs/layer"
+	"github.com/packfs/packfs/treap"
 )
 
 // Copy is an entry for [FS.CopyIn] to create: a copy of another layer's.
@@ -100,7 +101,8 @@ func copyState(c Copy, last bool) (*state, error) {
 	s := &state{mode: c.Mode & (fs.ModeType | fileModeMask), mtime: c.ModTime.UnixNano()}
 	switch t := c.Mode.Type(); {
 	case t == fs.ModeDir:
-		s.mode = fs.ModeDir | c.Mode&dirModeMask
+		// A copy keeps its setgid bit, which Mkdir's perm cannot give.
+		s.mode = fs.ModeDir | c.Mode&(dirModeMask|fs.ModeSetgid)
 		return s, nil
 	case !last:
 		return nil, errNotDir
@@ -128,4 +130,32 @@ func copyState(c Copy, last bool) (*state, error) {
 		return nil, syscall.ENAMETOOLONG
 	}
 	return s, nil
+}
+
+// RenameUnion is Rename for a union's upper layer, in one step whatever
+// it does: a whiteout at newname counts as no entry and is replaced, and
+// with whiteout set a whiteout takes oldname's place, as renameat2's
+// RENAME_WHITEOUT does for overlayfs. A union that moves an entry hides
+// what the lowers hold at the old name, and shows nothing of theirs at
+// the new one, without a moment in between for a reader to see them.
+func (f *FS) RenameUnion(oldname, newname string, whiteout bool) error {
+	err := f.update(func(root *entry, now int64) error {
+		var left *entry
+		if whiteout {
+			left = f.create(&state{mode: layer.ModeWhiteout, mtime: now})
+		}
+		return f.rename(root, oldname, newname, now, left, true)
+	})
+	if err != nil {
+		return layer.LinkError("rename", oldname, newname, err)
+	}
+	return nil
+}
+
+// leave puts left, when there is one, in kids under its name.
+func leave(kids treap.Map[string, *entry], left *entry) treap.Map[string, *entry] {
+	if left == nil {
+		return kids
+	}
+	return kids.Set(left.ino.name, left)
 }

@@ -72,7 +72,19 @@
 //
 // Symlinks are followed inside the layer: an absolute target starts at the
 // layer's root and ".." stops there, as in a chroot. A resolution that
-// follows more than 40 links fails with ELOOP.
+// follows more than 40 links fails with ELOOP, and a path or target of
+// 4,096 bytes or more with ENAMETOOLONG, as on Linux. Resolution and
+// MkdirAll cost time linear in the path's length.
+//
+// # Under a union
+//
+// A union (package packfs) uses three methods of its own on its upper
+// layer, so that readers never see its steps: [FS.LookupAt] looks a name
+// up in a directory found earlier, so that the union resolves a path with
+// one lookup per element; [FS.CopyIn] adds a copy of lower entries, with
+// their contents, modes and mtimes, in one step and without changing the
+// directory's mtime; [FS.RenameUnion] renames over a whiteout and can
+// leave one behind in the same step, as renameat2's RENAME_WHITEOUT does.
 //
 // # Caveats
 //

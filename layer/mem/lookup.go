@@ -13,40 +13,34 @@ var (
 )
 
 // LookupAt looks name up in a directory found by an earlier LookupAt (nil:
-// the root), for a union's resolution. The live layer's handle is the
-// directory's inode, so that a lookup sees the latest state, writes made
-// since the directory was found included; a snapshot's is its entry.
+// the root as it is now), for a union's resolution. A handle is the
+// directory's entry, as the layer's own walk follows them from the root:
+// lookups from one root see one state, or a later one where a writer
+// changed an entry in place, so that a rename or a removal shows whole.
 func (f *FS) LookupAt(dir pathwalk.Dir, name string) (pathwalk.Entry, error) {
-	ino, _ := dir.(*inode)
-	if ino == nil {
-		ino = f.rootIno
-	}
-	child, err := kid(ino.cur.Load(), name)
-	if err != nil {
-		return pathwalk.Entry{}, err
-	}
-	e := entryOf(child, name)
-	if e.Dir != nil {
-		e.Dir = child.ino
-	}
-	return e, nil
+	return lookupAt(f.root.Load(), dir, name)
 }
 
 // ReadLinkAt returns the target of the symlink name in dir.
 func (f *FS) ReadLinkAt(dir pathwalk.Dir, name string) (string, error) {
-	ino, _ := dir.(*inode)
-	if ino == nil {
-		ino = f.rootIno
-	}
-	return linkOf(ino.cur.Load(), name)
+	return readLinkAt(f.root.Load(), dir, name)
 }
 
 // LookupAt looks name up in a directory found by an earlier LookupAt (nil:
 // the root).
 func (s *Snapshot) LookupAt(dir pathwalk.Dir, name string) (pathwalk.Entry, error) {
+	return lookupAt(s.root, dir, name)
+}
+
+// ReadLinkAt returns the target of the symlink name in dir.
+func (s *Snapshot) ReadLinkAt(dir pathwalk.Dir, name string) (string, error) {
+	return readLinkAt(s.root, dir, name)
+}
+
+func lookupAt(root *entry, dir pathwalk.Dir, name string) (pathwalk.Entry, error) {
 	d, _ := dir.(*entry)
 	if d == nil {
-		d = s.root
+		d = root
 	}
 	child, err := kid(d, name)
 	if err != nil {
@@ -55,11 +49,10 @@ func (s *Snapshot) LookupAt(dir pathwalk.Dir, name string) (pathwalk.Entry, erro
 	return entryOf(child, name), nil
 }
 
-// ReadLinkAt returns the target of the symlink name in dir.
-func (s *Snapshot) ReadLinkAt(dir pathwalk.Dir, name string) (string, error) {
+func readLinkAt(root *entry, dir pathwalk.Dir, name string) (string, error) {
 	d, _ := dir.(*entry)
 	if d == nil {
-		d = s.root
+		d = root
 	}
 	return linkOf(d, name)
 }

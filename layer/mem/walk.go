@@ -22,25 +22,38 @@ type where struct {
 // the last one too when follow is set, by the rules of package pathwalk.
 // The error is a bare errno or fs sentinel; callers wrap it with their Op.
 func walk(root *entry, name string, follow bool) (where, error) {
+	w, _, err := walkTo(root, name, follow)
+	return w, err
+}
+
+// walkTo is walk that, when an element is missing, also returns where in
+// name it starts, or -1 when it comes from a symlink's target, and when it
+// is not the last, the directory it is missing from as where.dir.
+func walkTo(root *entry, name string, follow bool) (where, int, error) {
 	if !fs.ValidPath(name) {
-		return where{}, fs.ErrInvalid
+		return where{}, -1, fs.ErrInvalid
 	}
 	if name == "." {
-		return where{base: ".", e: root}, nil
+		return where{base: ".", e: root}, -1, nil
 	}
 	w, err := pathwalk.New(name)
 	if err != nil {
-		return where{}, err
+		return where{}, -1, err
 	}
 	var buf [16]*entry
-	stack := append(buf[:0], root)
+	stack := buf[:0]
+	if n := pathwalk.Depth(name); n > len(buf) {
+		stack = make([]*entry, 0, n) // one allocation for a deep path
+	}
+	stack = append(stack, root)
 	for {
+		from := w.Offset()
 		elem, step, last := w.Next()
 		dir := stack[len(stack)-1]
 		switch step {
 		case pathwalk.Stay:
 			if last {
-				return where{base: ".", e: dir}, nil
+				return where{base: ".", e: dir}, -1, nil
 			}
 			continue
 		case pathwalk.Up:
@@ -48,25 +61,26 @@ func walk(root *entry, name string, follow bool) (where, error) {
 				stack = stack[:len(stack)-1]
 			}
 			if last {
-				return where{base: ".", e: stack[len(stack)-1]}, nil
+				return where{base: ".", e: stack[len(stack)-1]}, -1, nil
 			}
 			continue
 		}
 		child, ok := dir.state().kids.Get(elem)
 		if !ok {
 			if last {
-				return where{dir: dir, base: elem}, nil
+				return where{dir: dir, base: elem}, from, nil
 			}
-			return where{}, syscall.ENOENT
+			return where{dir: dir}, from, syscall.ENOENT
 		}
 		cs := child.state()
 		if cs.isSymlink() && (follow || !last) {
 			if pathwalk.TooLong(cs.data.Size()) {
-				return where{}, syscall.ENAMETOOLONG // refused before it is copied
+				return where{}, -1, syscall.ENAMETOOLONG // refused before it is copied
 			}
-			abs, err := w.Follow(cs.target(), last)
+			target, _ := w.Target(cs.data, func() (string, error) { return cs.target(), nil })
+			abs, err := w.Follow(target, last)
 			if err != nil {
-				return where{}, err
+				return where{}, -1, err
 			}
 			if abs {
 				stack = stack[:1]
@@ -74,10 +88,10 @@ func walk(root *entry, name string, follow bool) (where, error) {
 			continue
 		}
 		if last {
-			return where{dir: dir, base: elem, e: child}, nil
+			return where{dir: dir, base: elem, e: child}, -1, nil
 		}
 		if !cs.isDir() {
-			return where{}, syscall.ENOTDIR
+			return where{}, -1, syscall.ENOTDIR
 		}
 		stack = append(stack, child)
 	}

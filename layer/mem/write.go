@@ -332,6 +332,9 @@ func (f *FS) MkdirAll(name string, perm fs.FileMode) error {
 	if !fs.ValidPath(name) {
 		return layer.PathError("mkdir", name, fs.ErrInvalid)
 	}
+	if done, err := f.mkdirAll(name, perm); done {
+		return err
+	}
 	if i := lastSlash(name); i > 0 {
 		if err := f.MkdirAll(name[:i], perm); err != nil {
 			return err
@@ -400,7 +403,7 @@ func (f *FS) RemoveAll(name string) error {
 // directory costs the same whatever it holds.
 func (f *FS) Rename(oldname, newname string) error {
 	err := f.update(func(root *entry, now int64) error {
-		return f.rename(root, oldname, newname, now)
+		return f.rename(root, oldname, newname, now, nil, false)
 	})
 	if err != nil {
 		return layer.LinkError("rename", oldname, newname, err)
@@ -409,7 +412,9 @@ func (f *FS) Rename(oldname, newname string) error {
 }
 
 // rename checks in the order os and Linux do, so that the error is theirs.
-func (f *FS) rename(root *entry, oldname, newname string, now int64) error {
+// A non-nil left, not yet linked, takes oldname's place in the same step,
+// and over set lets anything replace a whiteout (see RenameUnion).
+func (f *FS) rename(root *entry, oldname, newname string, now int64, left *entry, over bool) error {
 	if err := checkCreate(oldname); err != nil {
 		return err
 	}
@@ -468,7 +473,9 @@ func (f *FS) rename(root *entry, oldname, newname string, now int64) error {
 			return nil
 		}
 		ss, ds := src.state(), dst.state()
-		if ss.isDir() {
+		if over && ds.mode.Type() == layer.ModeWhiteout {
+			// A union's rename: the whiteout is no entry to it.
+		} else if ss.isDir() {
 			if !ds.isDir() {
 				return errNotDir
 			}
@@ -481,14 +488,18 @@ func (f *FS) rename(root *entry, oldname, newname string, now int64) error {
 	}
 	base := strings.Clone(nw.base)
 	from, to := ow.dir.ino, nw.dir.ino
+	if left != nil {
+		left.ino.parent.Store(from)
+		left.ino.name = strings.Clone(ow.base)
+	}
 	if from == to {
 		s := ow.dir.state().with()
-		s.kids = s.kids.Delete(ow.base).Set(base, src)
+		s.kids = leave(s.kids.Delete(ow.base), left).Set(base, src)
 		s.mtime = now
 		f.set(from, s)
 	} else {
 		fromS, toS := ow.dir.state().with(), nw.dir.state().with()
-		fromS.kids = fromS.kids.Delete(ow.base)
+		fromS.kids = leave(fromS.kids.Delete(ow.base), left)
 		toS.kids = toS.kids.Set(base, src)
 		fromS.mtime, toS.mtime = now, now
 		f.setBoth(from, fromS, to, toS)
