@@ -90,24 +90,55 @@ func (a *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, erro
 
 // openPath resolves name for an open with flag, as the kernel's
 // open_last_lookups does: O_CREAT on ".", ".." or the root is EEXIST with
-// O_EXCL and EISDIR without; O_CREAT with a trailing slash is EISDIR; a
-// trailing slash otherwise follows a final symlink to a directory.
+// O_EXCL and EISDIR without; O_CREAT with a trailing slash is EISDIR,
+// and so is O_CREAT through a symlink whose target ends in one; a final
+// symlink is followed here (but not with O_EXCL, which refuses it).
 func (a *Fs) openPath(name string, flag int) (string, error) {
 	r, err := a.resolve(name)
 	if err != nil {
 		return "", err
 	}
-	creat := flag&os.O_CREATE != 0
+	creat, excl := flag&os.O_CREATE != 0, flag&os.O_EXCL != 0
 	switch {
-	case r.last != lastNorm && creat && flag&os.O_EXCL != 0:
+	case r.last != lastNorm && creat && excl:
 		return "", syscall.EEXIST
 	case creat && (r.last != lastNorm || r.slash):
 		return "", syscall.EISDIR
-	case r.slash:
-		p, _, err := a.follow(&r)
-		return p, err
+	case creat && excl:
+		return r.path(), nil
+	case creat:
+		return a.createPath(&r)
 	}
-	return r.path(), nil
+	p, _, err := a.follow(&r)
+	return p, err
+}
+
+// createPath follows the symlinks r ends in for an open with O_CREAT and
+// returns where the file is or will be created.
+func (a *Fs) createPath(r *resolved) (string, error) {
+	for {
+		p := r.path()
+		fi, err := fs.Lstat(a.fsys, p)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return p, nil // the layer creates or opens it
+		}
+		el, slash, err := a.link(r, p)
+		if err != nil {
+			return "", err
+		}
+		if slash || len(el) == 0 {
+			return "", syscall.EISDIR
+		}
+		if err := a.walk(r, el[:len(el)-1]); err != nil {
+			return "", err
+		}
+		if err := r.setLast(el[len(el)-1]); err != nil {
+			return "", err
+		}
+		if r.last != lastNorm {
+			return "", syscall.EISDIR
+		}
+	}
 }
 
 // Mkdir creates the directory name with mode perm.
@@ -330,7 +361,7 @@ func (a *Fs) lstatPhys(name string) (string, fs.FileInfo, error) {
 
 // Stat returns a description of name, following symlinks.
 func (a *Fs) Stat(name string) (os.FileInfo, error) {
-	p, err := a.lookup(name)
+	p, err := a.lookup(name, false)
 	if err != nil {
 		return nil, layer.PathError("stat", name, err)
 	}
@@ -347,7 +378,7 @@ func (a *Fs) Stat(name string) (os.FileInfo, error) {
 // symlink, as it does on Linux.
 func (a *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 	_, can := a.fsys.(fs.ReadLinkFS)
-	p, err := a.lookup(name)
+	p, err := a.lookup(name, true)
 	if err != nil {
 		return nil, can, layer.PathError("lstat", name, err)
 	}
@@ -360,7 +391,7 @@ func (a *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 
 // Chmod changes the mode of name, following symlinks.
 func (a *Fs) Chmod(name string, mode os.FileMode) error {
-	p, err := a.lookup(name)
+	p, err := a.lookup(name, false)
 	if err != nil {
 		return layer.PathError("chmod", name, err)
 	}
@@ -369,7 +400,7 @@ func (a *Fs) Chmod(name string, mode os.FileMode) error {
 
 // Chown changes the owner of name, following symlinks.
 func (a *Fs) Chown(name string, uid, gid int) error {
-	p, err := a.lookup(name)
+	p, err := a.lookup(name, false)
 	if err != nil {
 		return layer.PathError("chown", name, err)
 	}
@@ -379,7 +410,7 @@ func (a *Fs) Chown(name string, uid, gid int) error {
 // Chtimes changes the access and modification times of name; a zero
 // time.Time leaves that time as it was, as os.Chtimes does.
 func (a *Fs) Chtimes(name string, atime, mtime time.Time) error {
-	p, err := a.lookup(name)
+	p, err := a.lookup(name, false)
 	if err != nil {
 		return layer.PathError("chtimes", name, err)
 	}
