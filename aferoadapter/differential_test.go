@@ -125,6 +125,9 @@ func runDiffs(t *testing.T, name string, short, long int, mk func(*testing.T) st
 	if *flagSeed != 0 {
 		first, n = *flagSeed, 1
 	}
+	for _, e := range diffExclusions {
+		t.Logf("%s: left out until a layer's fix is merged: %s", name, e)
+	}
 	t.Logf("%s: seeds %d to %d (replay one with -run '%s$' -aferoadapter.seed=N -v)", name, first, first+uint64(n)-1, t.Name())
 	diverged, calls := 0, 0
 	for i := range n {
