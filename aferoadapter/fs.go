@@ -92,7 +92,8 @@ func (a *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, erro
 // open_last_lookups does: O_CREAT on ".", ".." or the root is EEXIST with
 // O_EXCL and EISDIR without; O_CREAT with a trailing slash is EISDIR,
 // and so is O_CREAT through a symlink whose target ends in one; a final
-// symlink is followed here (but not with O_EXCL, which refuses it).
+// symlink is followed here (but not with O_EXCL or O_NOFOLLOW, which
+// refuse it, unless a trailing slash demands it).
 func (a *Fs) openPath(name string, flag int) (string, error) {
 	r, err := a.resolve(name)
 	if err != nil {
@@ -104,7 +105,7 @@ func (a *Fs) openPath(name string, flag int) (string, error) {
 		return "", syscall.EEXIST
 	case creat && (r.last != lastNorm || r.slash):
 		return "", syscall.EISDIR
-	case creat && excl:
+	case r.last == lastNorm && !r.slash && (creat && excl || flag&syscall.O_NOFOLLOW != 0):
 		return r.path(), nil
 	case creat:
 		return a.createPath(&r)

@@ -447,3 +447,20 @@ func TestIssue13Concurrent(t *testing.T) {
 		})
 	}
 }
+
+// TestIssue13NoFollow checks that a decorated name keeps O_NOFOLLOW's
+// meaning: the adapter follows a final symlink itself only when the open
+// would.
+func TestIssue13NoFollow(t *testing.T) {
+	host := newHostFs(t)
+	for _, fsys := range []afero.Fs{host, aferoadapter.New(mem.New())} {
+		mkdirs("/d/", "/d/f", "/l -> d/f", "/m -> d")(fsys)
+		err := open(fsys, "/./l", os.O_RDONLY|syscall.O_NOFOLLOW)
+		if !errors.Is(err, syscall.ELOOP) {
+			t.Errorf("%s: open(/./l, O_NOFOLLOW): %v, want ELOOP", fsys.Name(), err)
+		}
+		if err := open(fsys, "/./m/", os.O_RDONLY|syscall.O_NOFOLLOW); err != nil {
+			t.Errorf("%s: open(/./m/, O_NOFOLLOW): %v, want the slash to follow m", fsys.Name(), err)
+		}
+	}
+}
