@@ -67,8 +67,9 @@ var diffExclusions = []string{
 func negativeWriteAt(c call) bool { return c.op == "WriteAt" && c.off < 0 }
 
 // excludeSlashLinks leaves out the calls that follow, as the last element
-// of a plain name, a symlink whose target ends in a slash (and MkdirAll's,
-// whose parents may be plain): diffExclusions. The adapter resolves a
+// of a plain name, a symlink whose target ends in a slash, and MkdirAll's
+// that follow one anywhere (os's algorithm stats the name's prefixes,
+// which may be plain): diffExclusions. The adapter resolves a
 // decorated name itself and gets those right.
 const excludeSlashLinks = true
 
@@ -265,6 +266,7 @@ func (g *diffGen) call() call {
 type side struct {
 	fs    afero.Fs
 	files [3]afero.File
+	names [3]string // what each file was opened by
 }
 
 func (s *side) close() {
@@ -293,11 +295,17 @@ func (s *side) apply(c call, adapter bool) (out string, pathErr string) {
 		if fi == nil {
 			return "<nil>"
 		}
+		name := fi.Name()
+		if by := c.p1; by != "" && strings.Trim(by, "/") == "" || c.op == "FStat" && strings.Trim(s.names[c.h], "/") == "" {
+			// The root by slashes alone: os names it "/", and the
+			// host's directory by its own name.
+			name = "(root)"
+		}
 		size := fi.Size()
 		if fi.IsDir() {
 			size = 0
 		}
-		return fmt.Sprint(fi.Mode(), size)
+		return fmt.Sprint(name, " ", fi.Mode(), " ", size)
 	}
 	handle := func() bool { return f != nil }
 	switch c.op {
@@ -318,7 +326,7 @@ func (s *side) apply(c call, adapter bool) (out string, pathErr string) {
 		}
 		f = nil
 		if err == nil {
-			s.files[c.h] = nf
+			s.files[c.h], s.names[c.h] = nf, c.p1
 		}
 		return desc(err), pathErr
 	case "Mkdir":
@@ -605,8 +613,8 @@ func (h *hostFs) unfit(c call) bool {
 		}
 	}
 	for _, n := range names {
-		climbs, slashLink := h.walk(n)
-		if climbs || slashLink && excludeSlashLinks && (isPlain(n) || c.op == "MkdirAll") {
+		climbs, slashLink, slashAny := h.walk(n)
+		if climbs || excludeSlashLinks && (slashLink && isPlain(n) || slashAny && c.op == "MkdirAll") {
 			return true
 		}
 		if n != "" && strings.Trim(n, "/") == "" {
@@ -623,9 +631,9 @@ func (h *hostFs) unfit(c call) bool {
 // every symlink, final ones too, and reports whether it might take ".."
 // at the directory's root (an element that is missing or not a directory
 // counts as a directory, as a call may create it on the way: MkdirAll
-// does), and whether it follows, as the last element, a symlink whose
-// target ends in a slash.
-func (h *hostFs) walk(name string) (climbs, slashLink bool) {
+// does), whether it follows, as the last element, a symlink whose target
+// ends in a slash, and whether it follows one anywhere.
+func (h *hostFs) walk(name string) (climbs, slashLink, slashAny bool) {
 	var stack []string // the directories below the root
 	el := strings.FieldsFunc(name, func(r rune) bool { return r == '/' })
 	for hops := 0; len(el) > 0 && hops <= 40; {
@@ -636,7 +644,7 @@ func (h *hostFs) walk(name string) (climbs, slashLink bool) {
 			continue
 		case "..":
 			if len(stack) == 0 {
-				return true, slashLink
+				return true, slashLink, slashAny
 			}
 			stack = stack[:len(stack)-1]
 			continue
@@ -646,10 +654,11 @@ func (h *hostFs) walk(name string) (climbs, slashLink bool) {
 		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			target, err := os.Readlink(p)
 			if err != nil || strings.HasPrefix(target, "/") {
-				return true, slashLink
+				return true, slashLink, slashAny
 			}
-			if len(el) == 0 && strings.HasSuffix(target, "/") {
-				slashLink = true
+			if strings.HasSuffix(target, "/") {
+				slashLink = slashLink || len(el) == 0
+				slashAny = true
 			}
 			hops++
 			el = append(strings.FieldsFunc(target, func(r rune) bool { return r == '/' }), el...)
@@ -657,5 +666,5 @@ func (h *hostFs) walk(name string) (climbs, slashLink bool) {
 		}
 		stack = append(stack, e)
 	}
-	return false, slashLink
+	return false, slashLink, slashAny
 }

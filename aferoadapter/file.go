@@ -74,12 +74,14 @@ func (f *File) WriteString(s string) (int, error) {
 	return n, f.fix(err)
 }
 
+// Stat describes the file under the last element of the name it was
+// opened by, as os does.
 func (f *File) Stat() (os.FileInfo, error) {
 	fi, err := f.f.Stat()
 	if err != nil {
 		return nil, f.fix(err)
 	}
-	return fi, nil
+	return named(fi, f.name, f.path), nil
 }
 
 func (f *File) Sync() error { return f.fix(f.f.Sync()) }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path"
 	"strings"
 	"syscall"
 	"time"
@@ -360,7 +361,8 @@ func (a *Fs) lstatPhys(name string) (string, fs.FileInfo, error) {
 	return a.follow(&r)
 }
 
-// Stat returns a description of name, following symlinks.
+// Stat returns a description of name, following symlinks. Its Name is
+// the last element of name, as os reports it ("." for "a/.").
 func (a *Fs) Stat(name string) (os.FileInfo, error) {
 	p, err := a.lookup(name, false)
 	if err != nil {
@@ -370,7 +372,7 @@ func (a *Fs) Stat(name string) (os.FileInfo, error) {
 	if err != nil {
 		return nil, fixErr(err, name, p)
 	}
-	return fi, nil
+	return named(fi, name, p), nil
 }
 
 // LstatIfPossible returns a description of name without following a final
@@ -387,7 +389,7 @@ func (a *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 	if err != nil {
 		return nil, can, fixErr(err, name, p)
 	}
-	return fi, can, nil
+	return named(fi, name, p), can, nil
 }
 
 // Chmod changes the mode of name, following symlinks.
@@ -484,6 +486,20 @@ func (a *Fs) ReadlinkIfPossible(name string) (string, error) {
 	}
 	target, err := layer.Readlink(a.fsys, p)
 	return target, fixErr(err, name, p)
+}
+
+// named returns fi, which describes p, the io/fs path the caller's name
+// resolved to, under the name os gives it: the last element of name.
+// A plain name is p past its leading slashes, at no cost; a resolved one
+// may end otherwise.
+func named(fi fs.FileInfo, name, p string) fs.FileInfo {
+	if strings.TrimLeft(name, "/") == p {
+		return fi
+	}
+	if base := path.Base(name); fi.Name() != base {
+		return namedInfo{fi, base}
+	}
+	return fi
 }
 
 // errNoSymlink is the error of a symlink operation the file system does
