@@ -364,15 +364,21 @@ func (a *Fs) lstatPhys(name string) (string, fs.FileInfo, error) {
 // Stat returns a description of name, following symlinks. Its Name is
 // the last element of name, as os reports it ("." for "a/.").
 func (a *Fs) Stat(name string) (os.FileInfo, error) {
-	p, err := a.lookup(name, false)
-	if err != nil {
-		return nil, layer.PathError("stat", name, err)
+	p, ok := plain(name)
+	if !ok {
+		var err error
+		if p, err = a.lookup(name, false); err != nil {
+			return nil, layer.PathError("stat", name, err)
+		}
 	}
 	fi, err := fs.Stat(a.fsys, p)
 	if err != nil {
 		return nil, fixErr(err, name, p)
 	}
-	return named(fi, name, p), nil
+	if !ok {
+		fi = named(fi, name, p)
+	}
+	return fi, nil
 }
 
 // LstatIfPossible returns a description of name without following a final
@@ -381,15 +387,21 @@ func (a *Fs) Stat(name string) (os.FileInfo, error) {
 // symlink, as it does on Linux.
 func (a *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 	_, can := a.fsys.(fs.ReadLinkFS)
-	p, err := a.lookup(name, true)
-	if err != nil {
-		return nil, can, layer.PathError("lstat", name, err)
+	p, ok := plain(name)
+	if !ok {
+		var err error
+		if p, err = a.lookup(name, true); err != nil {
+			return nil, can, layer.PathError("lstat", name, err)
+		}
 	}
 	fi, err := fs.Lstat(a.fsys, p)
 	if err != nil {
 		return nil, can, fixErr(err, name, p)
 	}
-	return named(fi, name, p), can, nil
+	if !ok {
+		fi = named(fi, name, p)
+	}
+	return fi, can, nil
 }
 
 // Chmod changes the mode of name, following symlinks.
