@@ -47,7 +47,7 @@ var (
 // removes, renames or creates the root itself is drawn again: those are
 // named tests (TestIssue13Paths).
 func TestDifferential(t *testing.T) {
-	runDiffs(t, "mem", 150, 500, func(t *testing.T) stack {
+	runDiffs(t, "mem", 150, 1000, func(t *testing.T) stack {
 		return stack{fs: aferoadapter.New(mem.New())}
 	})
 }
@@ -499,7 +499,7 @@ func TestDifferentialUnion(t *testing.T) {
 // TestDifferentialStore is TestDifferential over the durable store in a
 // temporary directory.
 func TestDifferentialStore(t *testing.T) {
-	runDiffs(t, "store", 30, 100, func(t *testing.T) stack {
+	runDiffs(t, "store", 30, 200, func(t *testing.T) stack {
 		dir := seqDir(t)
 		s, err := packfs.Open(dir, &packfs.Options{Sync: packfs.SyncNone})
 		if err != nil {
@@ -526,7 +526,7 @@ func TestDifferentialDirfs(t *testing.T) {
 		{"osroot", []dirfs.Option{dirfs.ForceRoot()}},
 	} {
 		t.Run(m.name, func(t *testing.T) {
-			runDiffs(t, "dirfs-"+m.name, 30, 100, func(t *testing.T) stack {
+			runDiffs(t, "dirfs-"+m.name, 30, 200, func(t *testing.T) stack {
 				dir := seqDir(t)
 				if err := os.Chmod(dir, 0o755); err != nil {
 					t.Fatal(err)
