@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,7 +36,9 @@ var (
 // afero users write them (diffGen.path): leading, doubled and trailing
 // slashes, "." and ".." inside and at the end, "", ".", "/", on existing
 // and missing names and through symlinks whose targets are names in the
-// link's directory, ".", "..", itself, or a name with a slash. Handles
+// link's directory, ".", "..", itself, a name with a slash, two names,
+// or a name behind "..", "../.." or "."; opens add O_NOFOLLOW to the
+// other flags. Handles
 // are compared call by call: Read, ReadAt, Write, WriteAt, WriteString,
 // Seek, Truncate, Stat, Sync, Readdir, Readdirnames, Close.
 //
@@ -44,7 +47,7 @@ var (
 // removes, renames or creates the root itself is drawn again: those are
 // named tests (TestIssue13Paths).
 func TestDifferential(t *testing.T) {
-	runDiffs(t, "mem", 150, 500, func(t *testing.T) stack {
+	runDiffs(t, "mem", 150, 1000, func(t *testing.T) stack {
 		return stack{fs: aferoadapter.New(mem.New())}
 	})
 }
@@ -61,22 +64,69 @@ var diffExclusions = []string{
 	"a final symlink whose target ends in a slash (excludeSlashLinks)",
 	// Issue 13 item 4: the store's WriteAt at -1 writes at the offset.
 	"store: WriteAt at a negative offset (negativeWriteAt)",
+	// Not in issue 13, found here: dirfs over os.Root opens a dangling
+	// symlink with O_NOFOLLOW as ENOENT, where Linux gives ELOOP.
+	"dirfs osroot: O_NOFOLLOW on a final symlink (noFollowLink)",
+}
+
+// noFollowLink is an open with O_NOFOLLOW of a name whose last element is
+// a symlink on the host: diffExclusions.
+func (h *hostFs) noFollowLink(c call) bool {
+	if c.op != "OpenFile" || c.flag&syscall.O_NOFOLLOW == 0 {
+		return false
+	}
+	fi, err := os.Lstat(h.real(c.p1))
+	return err == nil && fi.Mode()&fs.ModeSymlink != 0
 }
 
 // negativeWriteAt is a WriteAt at a negative offset: diffExclusions.
 func negativeWriteAt(c call) bool { return c.op == "WriteAt" && c.off < 0 }
 
 // excludeSlashLinks leaves out the calls that follow, as the last element
-// of a name, a symlink whose target ends in a slash: diffExclusions.
+// of a plain name, a symlink whose target ends in a slash, and MkdirAll's
+// that follow one anywhere (os's algorithm stats the name's prefixes,
+// which may be plain): diffExclusions. The adapter resolves a
+// decorated name itself and gets those right.
 const excludeSlashLinks = true
+
+// isPlain reports whether the adapter passes name to the layer as it is:
+// past leading slashes, names only, without a trailing slash.
+func isPlain(name string) bool {
+	rest := strings.TrimLeft(name, "/")
+	if rest == "" || strings.HasSuffix(rest, "/") {
+		return false
+	}
+	for _, e := range strings.Split(rest, "/") {
+		if e == "" || e == "." || e == ".." {
+			return false
+		}
+	}
+	return true
+}
 
 // stack is a file system under test; settle, when set, moves its state
 // down into a new lower layer, with every handle closed first; exclude,
-// when set, names the calls of diffExclusions this stack leaves out.
+// when set, names the calls of diffExclusions this stack leaves out;
+// close, when set, releases it at the end of its sequence.
 type stack struct {
 	fs      afero.Fs
 	settle  func() (afero.Fs, error)
 	exclude func(call) bool
+	// excludeHost is exclude for inputs that depend on the tree.
+	excludeHost func(*hostFs, call) bool
+	close       func()
+}
+
+// seqDir returns a new temporary directory for one sequence, which
+// the caller removes.
+func seqDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("/dev/shm", "aferoadapter-seq-")
+	if err != nil {
+		if dir, err = os.MkdirTemp("", "aferoadapter-seq-"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // runDiffs runs the differential test's sequences over the stacks mk
@@ -93,6 +143,9 @@ func runDiffs(t *testing.T, name string, short, long int, mk func(*testing.T) st
 	first := uint64(time.Now().UnixNano() % 1e6)
 	if *flagSeed != 0 {
 		first, n = *flagSeed, 1
+	}
+	for _, e := range diffExclusions {
+		t.Logf("%s: left out until a layer's fix is merged: %s", name, e)
 	}
 	t.Logf("%s: seeds %d to %d (replay one with -run '%s$' -aferoadapter.seed=N -v)", name, first, first+uint64(n)-1, t.Name())
 	diverged, calls := 0, 0
@@ -162,8 +215,9 @@ func (g *diffGen) path() string {
 }
 
 // target returns a symlink target for a link named newname: a name in the
-// link's directory (perhaps with a slash), ".", "..", the link itself, or
-// "".
+// link's directory (perhaps with a slash), ".", "..", the link itself, "",
+// two names, or a name behind "../", "../../" or "./" (unfit draws again
+// a call that would climb above the host's directory through one).
 func (g *diffGen) target(newname string) string {
 	switch g.r.IntN(12) {
 	case 0:
@@ -181,6 +235,10 @@ func (g *diffGen) target(newname string) string {
 		if g.r.IntN(4) == 0 {
 			return ""
 		}
+	case 5:
+		return g.pick(diffNames...) + "/" + g.pick(diffNames...)
+	case 6:
+		return g.pick("../", "./", "../../") + g.pick(diffNames...)
 	}
 	return g.pick(diffNames...)
 }
@@ -212,7 +270,7 @@ var diffOpsList = []string{
 func (g *diffGen) call() call {
 	c := call{op: g.pick(diffOpsList...), p1: g.path(), p2: g.path(), h: g.r.IntN(3)}
 	c.flag = []int{os.O_RDONLY, os.O_WRONLY, os.O_RDWR}[g.r.IntN(3)]
-	for _, b := range []int{os.O_CREATE, os.O_EXCL, os.O_TRUNC, os.O_APPEND} {
+	for _, b := range []int{os.O_CREATE, os.O_EXCL, os.O_TRUNC, os.O_APPEND, syscall.O_NOFOLLOW} {
 		if g.r.IntN(4) == 0 {
 			c.flag |= b
 		}
@@ -231,6 +289,7 @@ func (g *diffGen) call() call {
 type side struct {
 	fs    afero.Fs
 	files [3]afero.File
+	names [3]string // what each file was opened by
 }
 
 func (s *side) close() {
@@ -259,11 +318,17 @@ func (s *side) apply(c call, adapter bool) (out string, pathErr string) {
 		if fi == nil {
 			return "<nil>"
 		}
+		name := fi.Name()
+		if by := c.p1; by != "" && strings.Trim(by, "/") == "" || c.op == "FStat" && strings.Trim(s.names[c.h], "/") == "" {
+			// The root by slashes alone: os names it "/", and the
+			// host's directory by its own name.
+			name = "(root)"
+		}
 		size := fi.Size()
 		if fi.IsDir() {
 			size = 0
 		}
-		return fmt.Sprint(fi.Mode(), size)
+		return fmt.Sprint(name, " ", fi.Mode(), " ", size)
 	}
 	handle := func() bool { return f != nil }
 	switch c.op {
@@ -284,7 +349,7 @@ func (s *side) apply(c call, adapter bool) (out string, pathErr string) {
 		}
 		f = nil
 		if err == nil {
-			s.files[c.h] = nf
+			s.files[c.h], s.names[c.h] = nf, c.p1
 		}
 		return desc(err), pathErr
 	case "Mkdir":
@@ -434,16 +499,19 @@ func TestDifferentialUnion(t *testing.T) {
 // TestDifferentialStore is TestDifferential over the durable store in a
 // temporary directory.
 func TestDifferentialStore(t *testing.T) {
-	runDiffs(t, "store", 30, 100, func(t *testing.T) stack {
-		s, err := packfs.Open(t.TempDir(), &packfs.Options{Sync: packfs.SyncNone})
+	runDiffs(t, "store", 30, 200, func(t *testing.T) stack {
+		dir := seqDir(t)
+		s, err := packfs.Open(dir, &packfs.Options{Sync: packfs.SyncNone})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { s.Close() })
 		if err := s.Chmod(".", 0o755); err != nil {
 			t.Fatal(err)
 		}
-		return stack{fs: aferoadapter.New(s), exclude: negativeWriteAt}
+		return stack{fs: aferoadapter.New(s), exclude: negativeWriteAt, close: func() {
+			s.Close()
+			os.RemoveAll(dir)
+		}}
 	})
 }
 
@@ -458,8 +526,8 @@ func TestDifferentialDirfs(t *testing.T) {
 		{"osroot", []dirfs.Option{dirfs.ForceRoot()}},
 	} {
 		t.Run(m.name, func(t *testing.T) {
-			runDiffs(t, "dirfs-"+m.name, 30, 100, func(t *testing.T) stack {
-				dir := tempDir(t)
+			runDiffs(t, "dirfs-"+m.name, 30, 200, func(t *testing.T) stack {
+				dir := seqDir(t)
 				if err := os.Chmod(dir, 0o755); err != nil {
 					t.Fatal(err)
 				}
@@ -467,8 +535,14 @@ func TestDifferentialDirfs(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				t.Cleanup(func() { d.Close() })
-				return stack{fs: aferoadapter.New(d)}
+				st := stack{fs: aferoadapter.New(d), close: func() {
+					d.Close()
+					os.RemoveAll(dir)
+				}}
+				if m.name == "osroot" {
+					st.excludeHost = (*hostFs).noFollowLink
+				}
+				return st
 			})
 		})
 	}
@@ -482,10 +556,18 @@ var diffSettles int
 func runDiff(t *testing.T, seed uint64, verbose bool, mk func(*testing.T) stack) (string, int) {
 	g := &diffGen{r: rand.New(rand.NewPCG(seed, 0x5eed))}
 	settles := rand.New(rand.NewPCG(seed, 0x5e771e)) // leaves g's calls alone
-	hfs := newHostFs(t)
+	base := seqDir(t)
+	defer os.RemoveAll(base)
+	hfs, err := newHostFsIn(base)
+	if err != nil {
+		t.Fatal(err)
+	}
 	host := &side{fs: hfs}
 	st := mk(t)
 	back := &side{fs: st.fs}
+	if st.close != nil {
+		defer st.close()
+	}
 	defer host.close()
 	defer back.close()
 	var log []string
@@ -506,7 +588,7 @@ func runDiff(t *testing.T, seed uint64, verbose bool, mk func(*testing.T) stack)
 			}
 		}
 		c := g.call()
-		for hfs.unfit(c) || st.exclude != nil && st.exclude(c) {
+		for hfs.unfit(c) || st.exclude != nil && st.exclude(c) || st.excludeHost != nil && st.excludeHost(hfs, c) {
 			c = g.call()
 		}
 		calls++
@@ -519,10 +601,10 @@ func runDiff(t *testing.T, seed uint64, verbose bool, mk func(*testing.T) stack)
 		if hostOut != backOut || perr != "" {
 			return fmt.Sprintf("%s\n  adapter: %s %s", strings.Join(log, "\n"), backOut, perr), calls
 		}
-		if err := hfs.checkSandbox(); err != nil {
-			t.Fatalf("seed %d: %v\n%s", seed, err, strings.Join(log, "\n"))
-		}
 		if i%10 == 9 || i == diffOps-1 {
+			if err := hfs.checkSandbox(); err != nil {
+				t.Fatalf("seed %d: %v\n%s", seed, err, strings.Join(log, "\n"))
+			}
 			h := tree(t, host.fs)
 			b, err := treeOf(back.fs)
 			if err != nil || !slices.Equal(h, b) {
@@ -558,8 +640,8 @@ func (h *hostFs) unfit(c call) bool {
 		}
 	}
 	for _, n := range names {
-		climbs, slashLink := h.walk(n)
-		if climbs || slashLink && excludeSlashLinks {
+		climbs, slashLink, slashAny := h.walk(n)
+		if climbs || excludeSlashLinks && (slashLink && isPlain(n) || slashAny && c.op == "MkdirAll") {
 			return true
 		}
 		if n != "" && strings.Trim(n, "/") == "" {
@@ -576,9 +658,9 @@ func (h *hostFs) unfit(c call) bool {
 // every symlink, final ones too, and reports whether it might take ".."
 // at the directory's root (an element that is missing or not a directory
 // counts as a directory, as a call may create it on the way: MkdirAll
-// does), and whether it follows, as the last element, a symlink whose
-// target ends in a slash.
-func (h *hostFs) walk(name string) (climbs, slashLink bool) {
+// does), whether it follows, as the last element, a symlink whose target
+// ends in a slash, and whether it follows one anywhere.
+func (h *hostFs) walk(name string) (climbs, slashLink, slashAny bool) {
 	var stack []string // the directories below the root
 	el := strings.FieldsFunc(name, func(r rune) bool { return r == '/' })
 	for hops := 0; len(el) > 0 && hops <= 40; {
@@ -589,7 +671,7 @@ func (h *hostFs) walk(name string) (climbs, slashLink bool) {
 			continue
 		case "..":
 			if len(stack) == 0 {
-				return true, slashLink
+				return true, slashLink, slashAny
 			}
 			stack = stack[:len(stack)-1]
 			continue
@@ -599,10 +681,11 @@ func (h *hostFs) walk(name string) (climbs, slashLink bool) {
 		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			target, err := os.Readlink(p)
 			if err != nil || strings.HasPrefix(target, "/") {
-				return true, slashLink
+				return true, slashLink, slashAny
 			}
-			if len(el) == 0 && strings.HasSuffix(target, "/") {
-				slashLink = true
+			if strings.HasSuffix(target, "/") {
+				slashLink = slashLink || len(el) == 0
+				slashAny = true
 			}
 			hops++
 			el = append(strings.FieldsFunc(target, func(r rune) bool { return r == '/' }), el...)
@@ -610,5 +693,5 @@ func (h *hostFs) walk(name string) (climbs, slashLink bool) {
 		}
 		stack = append(stack, e)
 	}
-	return false, slashLink
+	return false, slashLink, slashAny
 }

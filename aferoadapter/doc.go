@@ -69,7 +69,8 @@
 //
 // The root cannot be removed: RemoveAll("/") fails with EINVAL (os would
 // empty it). Errors and File.Name report the name as the caller passed
-// it, as os does.
+// it, and Stat, Lstat and File.Stat name what they describe by the last
+// element of that name ("." for "a/.", "l" for a symlink l), as os does.
 //
 // # Migrating from MemMapFs
 //

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"sync/atomic"
 
 	"github.com/packfs/packfs/layer"
 	"github.com/spf13/afero"
@@ -12,10 +11,9 @@ import (
 
 // File is an open file of an [Fs]: an afero.File over a layer.File.
 type File struct {
-	f      layer.File
-	name   string // as the caller passed it
-	path   string // the io/fs path the layer was given
-	closed atomic.Bool
+	f    layer.File
+	name string // as the caller passed it
+	path string // the io/fs path the layer was given
 }
 
 var (
@@ -24,29 +22,24 @@ var (
 	_ layer.File     = (*File)(nil)
 )
 
-// fix makes err, from the layer's file, an error about the caller's
-// name; after Close it wraps fs.ErrClosed whatever the layer said (dirfs
-// passes on os's "use of closed file", which matches no sentinel).
-func (f *File) fix(err error) error {
-	if err != nil && f.closed.Load() && !errors.Is(err, fs.ErrClosed) {
-		op := "read"
-		if pe, ok := err.(*fs.PathError); ok {
-			op = pe.Op
-		}
-		return &fs.PathError{Op: op, Path: f.name, Err: fs.ErrClosed}
+func (f *File) fix(err error) error { return fixErr(err, f.name, f.path) }
+
+// fixDir is fix for the errors of a directory read, where a layer over the
+// host (dirfs) passes on what os.File.ReadDir gives after Close: an error
+// of internal/poll, "use of closed file", which matches no sentinel. It
+// becomes fs.ErrClosed, as every other method of a closed file gives.
+func (f *File) fixDir(err error) error {
+	if pe, ok := err.(*fs.PathError); ok && pe.Err != nil && pe.Err.Error() == "use of closed file" {
+		err = &fs.PathError{Op: pe.Op, Path: pe.Path, Err: fs.ErrClosed}
 	}
-	return fixErr(err, f.name, f.path)
+	return f.fix(err)
 }
 
 // Name returns the name as it was passed to Open, OpenFile or Create, as
 // os.File.Name does.
 func (f *File) Name() string { return f.name }
 
-func (f *File) Close() error {
-	err := f.fix(f.f.Close())
-	f.closed.Store(true)
-	return err
-}
+func (f *File) Close() error { return f.fix(f.f.Close()) }
 
 func (f *File) Read(p []byte) (int, error) {
 	n, err := f.f.Read(p)
@@ -81,12 +74,14 @@ func (f *File) WriteString(s string) (int, error) {
 	return n, f.fix(err)
 }
 
+// Stat describes the file under the last element of the name it was
+// opened by, as os does.
 func (f *File) Stat() (os.FileInfo, error) {
 	fi, err := f.f.Stat()
 	if err != nil {
 		return nil, f.fix(err)
 	}
-	return fi, nil
+	return named(fi, f.name, f.path), nil
 }
 
 func (f *File) Sync() error { return f.fix(f.f.Sync()) }
@@ -97,7 +92,7 @@ func (f *File) Truncate(size int64) error { return f.fix(f.f.Truncate(size)) }
 // specifies.
 func (f *File) ReadDir(n int) ([]fs.DirEntry, error) {
 	list, err := f.f.ReadDir(n)
-	return list, f.fix(err)
+	return list, f.fixDir(err)
 }
 
 // Readdir reads the directory's next n entries as FileInfos, with the
@@ -124,7 +119,7 @@ func (f *File) Readdir(n int) ([]os.FileInfo, error) {
 			infos = append(infos, fi)
 		}
 		if err != nil || n <= 0 || len(infos) > 0 || len(list) == 0 {
-			return infos, f.fix(err)
+			return infos, f.fixDir(err)
 		}
 	}
 }
@@ -137,5 +132,5 @@ func (f *File) Readdirnames(n int) ([]string, error) {
 	for i, e := range list {
 		names[i] = e.Name()
 	}
-	return names, f.fix(err)
+	return names, f.fixDir(err)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path"
 	"strings"
 	"syscall"
 	"time"
@@ -90,24 +91,56 @@ func (a *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, erro
 
 // openPath resolves name for an open with flag, as the kernel's
 // open_last_lookups does: O_CREAT on ".", ".." or the root is EEXIST with
-// O_EXCL and EISDIR without; O_CREAT with a trailing slash is EISDIR; a
-// trailing slash otherwise follows a final symlink to a directory.
+// O_EXCL and EISDIR without; O_CREAT with a trailing slash is EISDIR,
+// and so is O_CREAT through a symlink whose target ends in one; a final
+// symlink is followed here (but not with O_EXCL or O_NOFOLLOW, which
+// refuse it, unless a trailing slash demands it).
 func (a *Fs) openPath(name string, flag int) (string, error) {
 	r, err := a.resolve(name)
 	if err != nil {
 		return "", err
 	}
-	creat := flag&os.O_CREATE != 0
+	creat, excl := flag&os.O_CREATE != 0, flag&os.O_EXCL != 0
 	switch {
-	case r.last != lastNorm && creat && flag&os.O_EXCL != 0:
+	case r.last != lastNorm && creat && excl:
 		return "", syscall.EEXIST
 	case creat && (r.last != lastNorm || r.slash):
 		return "", syscall.EISDIR
-	case r.slash:
-		p, _, err := a.follow(&r)
-		return p, err
+	case r.last == lastNorm && !r.slash && (creat && excl || flag&syscall.O_NOFOLLOW != 0):
+		return r.path(), nil
+	case creat:
+		return a.createPath(&r)
 	}
-	return r.path(), nil
+	p, _, err := a.follow(&r)
+	return p, err
+}
+
+// createPath follows the symlinks r ends in for an open with O_CREAT and
+// returns where the file is or will be created.
+func (a *Fs) createPath(r *resolved) (string, error) {
+	for {
+		p := r.path()
+		fi, err := fs.Lstat(a.fsys, p)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return p, nil // the layer creates or opens it
+		}
+		el, slash, err := a.link(r, p)
+		if err != nil {
+			return "", err
+		}
+		if slash || len(el) == 0 {
+			return "", syscall.EISDIR
+		}
+		if err := a.walk(r, el[:len(el)-1]); err != nil {
+			return "", err
+		}
+		if err := r.setLast(el[len(el)-1]); err != nil {
+			return "", err
+		}
+		if r.last != lastNorm {
+			return "", syscall.EISDIR
+		}
+	}
 }
 
 // Mkdir creates the directory name with mode perm.
@@ -328,15 +361,22 @@ func (a *Fs) lstatPhys(name string) (string, fs.FileInfo, error) {
 	return a.follow(&r)
 }
 
-// Stat returns a description of name, following symlinks.
+// Stat returns a description of name, following symlinks. Its Name is
+// the last element of name, as os reports it ("." for "a/.").
 func (a *Fs) Stat(name string) (os.FileInfo, error) {
-	p, err := a.lookup(name)
-	if err != nil {
-		return nil, layer.PathError("stat", name, err)
+	p, ok := plain(name)
+	if !ok {
+		var err error
+		if p, err = a.lookup(name, false); err != nil {
+			return nil, layer.PathError("stat", name, err)
+		}
 	}
 	fi, err := fs.Stat(a.fsys, p)
 	if err != nil {
 		return nil, fixErr(err, name, p)
+	}
+	if !ok {
+		fi = named(fi, name, p)
 	}
 	return fi, nil
 }
@@ -347,20 +387,26 @@ func (a *Fs) Stat(name string) (os.FileInfo, error) {
 // symlink, as it does on Linux.
 func (a *Fs) LstatIfPossible(name string) (os.FileInfo, bool, error) {
 	_, can := a.fsys.(fs.ReadLinkFS)
-	p, err := a.lookup(name)
-	if err != nil {
-		return nil, can, layer.PathError("lstat", name, err)
+	p, ok := plain(name)
+	if !ok {
+		var err error
+		if p, err = a.lookup(name, true); err != nil {
+			return nil, can, layer.PathError("lstat", name, err)
+		}
 	}
 	fi, err := fs.Lstat(a.fsys, p)
 	if err != nil {
 		return nil, can, fixErr(err, name, p)
+	}
+	if !ok {
+		fi = named(fi, name, p)
 	}
 	return fi, can, nil
 }
 
 // Chmod changes the mode of name, following symlinks.
 func (a *Fs) Chmod(name string, mode os.FileMode) error {
-	p, err := a.lookup(name)
+	p, err := a.lookup(name, false)
 	if err != nil {
 		return layer.PathError("chmod", name, err)
 	}
@@ -369,7 +415,7 @@ func (a *Fs) Chmod(name string, mode os.FileMode) error {
 
 // Chown changes the owner of name, following symlinks.
 func (a *Fs) Chown(name string, uid, gid int) error {
-	p, err := a.lookup(name)
+	p, err := a.lookup(name, false)
 	if err != nil {
 		return layer.PathError("chown", name, err)
 	}
@@ -379,7 +425,7 @@ func (a *Fs) Chown(name string, uid, gid int) error {
 // Chtimes changes the access and modification times of name; a zero
 // time.Time leaves that time as it was, as os.Chtimes does.
 func (a *Fs) Chtimes(name string, atime, mtime time.Time) error {
-	p, err := a.lookup(name)
+	p, err := a.lookup(name, false)
 	if err != nil {
 		return layer.PathError("chtimes", name, err)
 	}
@@ -452,6 +498,20 @@ func (a *Fs) ReadlinkIfPossible(name string) (string, error) {
 	}
 	target, err := layer.Readlink(a.fsys, p)
 	return target, fixErr(err, name, p)
+}
+
+// named returns fi, which describes p, the io/fs path the caller's name
+// resolved to, under the name os gives it: the last element of name.
+// A plain name is p past its leading slashes, at no cost; a resolved one
+// may end otherwise.
+func named(fi fs.FileInfo, name, p string) fs.FileInfo {
+	if strings.TrimLeft(name, "/") == p {
+		return fi
+	}
+	if base := path.Base(name); fi.Name() != base {
+		return namedInfo{fi, base}
+	}
+	return fi
 }
 
 // errNoSymlink is the error of a symlink operation the file system does

@@ -39,12 +39,21 @@ const sandboxDepth = 16
 // newHostFs returns a hostFs over a new directory of mode 0755, as
 // mem.New's root, sandboxDepth levels below a temporary directory.
 func newHostFs(t testing.TB) *hostFs {
-	base := tempDir(t)
-	dir := base + strings.Repeat("/s", sandboxDepth)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	h, err := newHostFsIn(tempDir(t))
+	if err != nil {
 		t.Fatal(err)
 	}
-	return &hostFs{os: afero.NewOsFs(), dir: dir, base: base}
+	return h
+}
+
+// newHostFsIn is newHostFs in the directory base, which the caller
+// removes.
+func newHostFsIn(base string) (*hostFs, error) {
+	dir := base + strings.Repeat("/s", sandboxDepth)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return &hostFs{os: afero.NewOsFs(), dir: dir, base: base}, nil
 }
 
 // checkSandbox returns an error if anything but the way down to h's

@@ -37,11 +37,11 @@ func mkdirs(names ...string) func(afero.Fs) {
 	return func(fsys afero.Fs) {
 		for _, n := range names {
 			switch {
-			case strings.HasSuffix(n, "/"):
-				fsys.MkdirAll(n, 0o755)
 			case strings.Contains(n, " -> "):
 				link, target, _ := strings.Cut(n, " -> ")
 				fsys.(afero.Linker).SymlinkIfPossible(target, link)
+			case strings.HasSuffix(n, "/"):
+				fsys.MkdirAll(n, 0o755)
 			default:
 				afero.WriteFile(fsys, n, []byte("data"), 0o644)
 			}
@@ -153,6 +153,15 @@ var issue13Cases = []issue13Case{
 	{name: "RemoveSlashLink", setup: mkdirs("/d/", "/l -> d"), run: func(f afero.Fs) error { return f.Remove("/l/") }, want: syscall.ENOTDIR, check: exists("/l", false)},
 	{name: "RemoveSlashDir", setup: mkdirs("/d/"), run: func(f afero.Fs) error { return f.Remove("/d/") }, check: missing("/d")},
 	{name: "RemoveAllSlashFile", setup: mkdirs("/f"), run: func(f afero.Fs) error { return f.RemoveAll("/f/") }, check: missing("/f")},
+
+	// A final symlink whose target ends in a slash, under a decorated
+	// name (a plain one is the layer's to resolve: see diffExclusions).
+	{name: "MkdirAllThroughSlashLink", setup: mkdirs("/e", "/a -> e/"), run: func(f afero.Fs) error { return f.MkdirAll("./a/.", 0o755) }, want: syscall.EEXIST},
+	{name: "StatThroughSlashLink", setup: mkdirs("/e", "/a -> e/"), run: func(f afero.Fs) error { return stat(f, "./a") }, want: syscall.ENOTDIR},
+	{name: "OpenThroughSlashLink", setup: mkdirs("/e", "/a -> e/"), run: func(f afero.Fs) error { return open(f, "/./a", os.O_RDONLY) }, want: syscall.ENOTDIR},
+	{name: "CreateThroughSlashLink", setup: mkdirs("/a -> x/"), run: func(f afero.Fs) error { return create(f, "./a") }, want: syscall.EISDIR, check: missing("/x")},
+	{name: "CreateThroughLink", setup: mkdirs("/d/", "/a -> d/x"), run: func(f afero.Fs) error { return create(f, "./a") }, check: exists("/d/x", false)},
+	{name: "ChmodThroughSlashLink", setup: mkdirs("/e", "/a -> e/"), run: func(f afero.Fs) error { return f.Chmod("/./a", 0o600) }, want: syscall.ENOTDIR, check: statMode("/e", 0o644)},
 
 	// The empty name.
 	{name: "OpenEmpty", run: func(f afero.Fs) error { return open(f, "", os.O_RDONLY) }, want: syscall.ENOENT},
@@ -344,5 +353,114 @@ func TestIssue13ReaddirClosed(t *testing.T) {
 	f.Close()
 	if _, err := f.Readdir(-1); err == nil || errors.Is(err, fs.ErrClosed) {
 		t.Errorf("os's Readdir after Close: %v; the doc says it matches no sentinel", err)
+	}
+}
+
+// TestIssue13Hostile resolves hostile names over every stack: huge ones,
+// deep ones, symlink loops and long targets. Each must fail or succeed
+// with an *fs.PathError or *os.LinkError, quickly, and change nothing it
+// should not.
+func TestIssue13Hostile(t *testing.T) {
+	long := strings.Repeat("../", 1365) + "d" // 4,096 bytes: too long
+	names := []string{
+		strings.Repeat("/", 5000), strings.Repeat("b/", 60) + "./x/", strings.Repeat("a/", 2047), strings.Repeat("./", 2047) + "d",
+		strings.Repeat("../", 1300) + "d/", long, strings.Repeat("x", 1<<20), "/loop/x", "/loop/", "/loop/.",
+		"/deep/.", "/deep/..", "/chain/..", "/d/./../d//./", "/\x00/", "/d/\x00", "d/" + strings.Repeat("x", 256) + "/..",
+	}
+	for _, s := range issue13Stacks {
+		t.Run(s.name, func(t *testing.T) {
+			fsys := s.make(t, mkdirs("/d/", "/d/f", "/loop -> loop", "/deep -> "+strings.Repeat("./", 2000)+"d", "/chain -> loop/.."))
+			check := func(what string, err error) {
+				t.Helper()
+				if err != nil && !errors.As(err, new(*fs.PathError)) && !errors.As(err, new(*os.LinkError)) {
+					t.Errorf("%s: error %T %v is not an *fs.PathError or *os.LinkError", what, err, err)
+				}
+			}
+			for _, n := range names {
+				short := n[:min(len(n), 20)]
+				check("Stat "+short, stat(fsys, n))
+				_, err := lstat(fsys, n)
+				check("Lstat "+short, err)
+				check("Readlink "+short, readlink(fsys, n))
+				check("Open "+short, open(fsys, n, os.O_RDONLY))
+				check("Create "+short, open(fsys, n, os.O_RDWR|os.O_CREATE|os.O_EXCL))
+				check("Mkdir "+short, fsys.Mkdir(n, 0o755))
+				if !strings.HasPrefix(n, "a/a/") {
+					// (the union's MkdirAll takes minutes at 2,047
+					// levels: its cost grows with the cube of the depth)
+					check("MkdirAll "+short, fsys.MkdirAll(n+"/x", 0o755))
+				}
+				check("Chmod "+short, fsys.Chmod(n, 0o755))
+				check("Symlink "+short, symlink(fsys, n, "/d/l"))
+				fsys.Remove("/d/l")
+				check("Symlink to "+short, symlink(fsys, "x", n))
+				check("Rename "+short, fsys.Rename(n, "/d/r"))
+				check("Rename to "+short, fsys.Rename("/d/nothing", n))
+				check("Remove "+short, fsys.Remove(n))
+			}
+			if err := exists("/d/f", false)(fsys); err != nil {
+				t.Error(err)
+			}
+			if err := stat(fsys, long); !errors.Is(err, syscall.ENAMETOOLONG) {
+				t.Errorf("Stat of a 4,096-byte name: %v, want ENAMETOOLONG", err)
+			}
+			if err := stat(fsys, "/loop/x"); !errors.Is(err, syscall.ELOOP) {
+				t.Errorf("Stat(/loop/x): %v, want ELOOP", err)
+			}
+		})
+	}
+}
+
+// TestIssue13Concurrent resolves decorated names while a writer changes
+// what they go through (a symlink retargeted, a directory renamed back
+// and forth): each call succeeds or fails cleanly; run it under -race.
+func TestIssue13Concurrent(t *testing.T) {
+	for _, s := range issue13Stacks[:2] {
+		t.Run(s.name, func(t *testing.T) {
+			fsys := s.make(t, mkdirs("/d/", "/d/f", "/l -> d"))
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for i := range 300 {
+					fsys.Rename("/d", "/e")
+					fsys.Remove("/l")
+					symlink(fsys, []string{"e", "d", ".", "l"}[i%4], "/l")
+					fsys.Rename("/e", "/d")
+				}
+			}()
+			names := []string{"/l/./f", "/l/../d/f", "/l/", "/l/.", "//l//f/", "/d/./f/..", "/e/../l/f"}
+			for i := 0; ; i++ {
+				if i >= 200 {
+					select {
+					case <-done:
+						return
+					default:
+					}
+				}
+				n := names[i%len(names)]
+				for _, err := range []error{stat(fsys, n), readlink(fsys, n), open(fsys, n, os.O_RDONLY), fsys.Chmod(n, 0o755)} {
+					if err != nil && !errors.As(err, new(*fs.PathError)) {
+						t.Fatalf("%s: %T %v", n, err, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestIssue13NoFollow checks that a decorated name keeps O_NOFOLLOW's
+// meaning: the adapter follows a final symlink itself only when the open
+// would.
+func TestIssue13NoFollow(t *testing.T) {
+	host := newHostFs(t)
+	for _, fsys := range []afero.Fs{host, aferoadapter.New(mem.New())} {
+		mkdirs("/d/", "/d/f", "/l -> d/f", "/m -> d")(fsys)
+		err := open(fsys, "/./l", os.O_RDONLY|syscall.O_NOFOLLOW)
+		if !errors.Is(err, syscall.ELOOP) {
+			t.Errorf("%s: open(/./l, O_NOFOLLOW): %v, want ELOOP", fsys.Name(), err)
+		}
+		if err := open(fsys, "/./m/", os.O_RDONLY|syscall.O_NOFOLLOW); err != nil {
+			t.Errorf("%s: open(/./m/, O_NOFOLLOW): %v, want the slash to follow m", fsys.Name(), err)
+		}
 	}
 }

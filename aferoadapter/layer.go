@@ -130,6 +130,7 @@ func rootInfo(fi fs.FileInfo, name string) fs.FileInfo {
 	return namedInfo{fi, "."}
 }
 
+// namedInfo is a FileInfo under another name.
 type namedInfo struct {
 	fs.FileInfo
 	name string

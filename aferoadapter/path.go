@@ -253,10 +253,11 @@ func (a *Fs) physical(name string) (string, fs.FileInfo, error) {
 }
 
 // lookup returns the io/fs path to give the layer for an operation on
-// name that follows a final symlink (stat, chmod...) or, for lstat, does
-// not: a plain name as it is; else the resolved path, with a final
-// symlink followed when a slash demands a directory.
-func (a *Fs) lookup(name string) (string, error) {
+// name that follows a final symlink (stat, chmod...), or with lstat set
+// does not unless a trailing slash says so: a plain name as it is, which
+// the layer resolves; else the resolved path, with a final symlink
+// followed here, so that a target's own trailing slash counts.
+func (a *Fs) lookup(name string, lstat bool) (string, error) {
 	if p, ok := plain(name); ok {
 		return p, nil
 	}
@@ -264,7 +265,7 @@ func (a *Fs) lookup(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if r.last == lastNorm && r.slash {
+	if r.last == lastNorm && (r.slash || !lstat) {
 		p, _, err := a.follow(&r)
 		return p, err
 	}
