@@ -39,7 +39,7 @@ func (u *FS) mkdirAll(name string, perm fs.FileMode) (bool, error) {
 	if err != nil {
 		return false, nil
 	}
-	dir, n, from, err := u.walkTo(root, name, true)
+	dir, n, from, err := u.walkTo(root, name, true, false)
 	switch {
 	case err == nil && n.exists():
 		if n.isDir() {

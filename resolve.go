@@ -35,6 +35,9 @@ type node struct {
 	below bool
 	// upperWhiteout reports that the upper layer holds a whiteout here.
 	upperWhiteout bool
+	// slash: a missing name reached with a trailing slash (a symlink
+	// target "x/"), which may only be made as a directory.
+	slash bool
 }
 
 func (n *node) exists() bool { return n.info != nil }
@@ -216,6 +219,12 @@ func (u *FS) readLink(n *node) (string, error) {
 // layer (see pathwalk.LookupFS).
 // The error is a bare errno or fs sentinel; callers wrap it.
 func (u *FS) walk(name string, follow bool) (dir, n *node, err error) {
+	return u.walkOpen(name, follow, false)
+}
+
+// walkOpen is walk for open, where create says O_CREAT is set (see
+// walkTo).
+func (u *FS) walkOpen(name string, follow, create bool) (dir, n *node, err error) {
 	if !fs.ValidPath(name) {
 		return nil, nil, fs.ErrInvalid
 	}
@@ -223,19 +232,27 @@ func (u *FS) walk(name string, follow bool) (dir, n *node, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return u.walkFrom(root, name, follow)
+	if name == "." {
+		return nil, root, nil
+	}
+	dir, n, _, err = u.walkTo(root, name, follow, create)
+	return dir, n, err
 }
 
 // walkFrom is walk from the root node root, through the layers it merges.
 func (u *FS) walkFrom(root *node, name string, follow bool) (dir, n *node, err error) {
-	dir, n, _, err = u.walkTo(root, name, follow)
+	dir, n, _, err = u.walkTo(root, name, follow, false)
 	return dir, n, err
 }
 
 // walkTo is walkFrom that, when an element is missing, also returns where
 // in name it starts, or -1 when it comes from a symlink's target, and
 // when it is not the last, the directory it is missing from.
-func (u *FS) walkTo(root *node, name string, follow bool) (dir, n *node, missing int, err error) {
+//
+// With create (an open with O_CREAT), a last element that came with a
+// trailing slash (from a symlink target "x/") is not looked up: as on
+// Linux, such an open is EISDIR whatever is there, which n.slash tells.
+func (u *FS) walkTo(root *node, name string, follow, create bool) (dir, n *node, missing int, err error) {
 	if name == "." {
 		return nil, root, -1, nil
 	}
@@ -268,17 +285,22 @@ func (u *FS) walkTo(root *node, name string, follow bool) (dir, n *node, missing
 			}
 			continue
 		}
+		mustDir := last && w.Slash()
+		if mustDir && create {
+			return done(cur), &node{parent: cur, name: elem, slash: true}, -1, nil
+		}
 		child, err := u.lookupNode(cur, elem)
 		if err != nil {
 			return nil, nil, -1, err
 		}
 		if !child.exists() {
 			if last {
+				child.slash = mustDir
 				return done(cur), done(child), from, nil
 			}
 			return done(cur), nil, from, syscall.ENOENT
 		}
-		if child.isSymlink() && (follow || !last) {
+		if child.isSymlink() && (follow || !last || mustDir) {
 			key := linkKey{child.layer, child.pat, child.name}
 			if _, ok := lookupFS(u.layers[child.layer]); !ok {
 				key.name = child.pathOf()
@@ -296,7 +318,7 @@ func (u *FS) walkTo(root *node, name string, follow bool) (dir, n *node, missing
 			}
 			continue
 		}
-		if last {
+		if last && !(mustDir && !child.isDir()) {
 			return done(cur), done(child), -1, nil
 		}
 		if !child.isDir() {

@@ -77,7 +77,10 @@ func (u *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	excl := flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0
-	dir, n, err := u.walk(name, !excl && flag&syscall.O_NOFOLLOW == 0)
+	dir, n, err := u.walkOpen(name, !excl && flag&syscall.O_NOFOLLOW == 0, flag&os.O_CREATE != 0)
+	if err == nil && n.slash && flag&os.O_CREATE != 0 {
+		err = syscall.EISDIR // Linux's rule for O_CREAT and a trailing slash
+	}
 	if err == nil {
 		err = u.prepareOpen(dir, n, flag)
 	}

@@ -244,6 +244,7 @@ func (r *Reader) walk(name string, follow bool) (uint64, packformat.Record, erro
 			}
 			continue
 		}
+		mustDir := last && w.Slash() // from a target "x/"
 		ci, cr, ok, err := r.lookup(stack[len(stack)-1], cur, elem)
 		if err != nil {
 			return 0, cr, err
@@ -251,7 +252,7 @@ func (r *Reader) walk(name string, follow bool) (uint64, packformat.Record, erro
 		if !ok {
 			return 0, cr, syscall.ENOENT
 		}
-		if cr.Type == packformat.TypeSymlink && (follow || !last) {
+		if cr.Type == packformat.TypeSymlink && (follow || !last || mustDir) {
 			if cr.Size >= pathwalk.MaxPath {
 				return 0, cr, syscall.ENAMETOOLONG // refused before it is copied
 			}
@@ -268,7 +269,7 @@ func (r *Reader) walk(name string, follow bool) (uint64, packformat.Record, erro
 			}
 			continue
 		}
-		if last {
+		if last && !(mustDir && cr.Type != packformat.TypeDir) {
 			return ci, cr, nil
 		}
 		if cr.Type != packformat.TypeDir {

@@ -48,6 +48,7 @@ type Walker struct {
 	nameAt int
 	size   int // the path's length
 	hops   int
+	slash  bool // the element Next returned last was followed by a slash
 	// read holds the targets read so far, so that hops through one link
 	// copy its target once.
 	read []target
@@ -82,7 +83,8 @@ func CheckPath(name string) error {
 
 // Next returns the next element, what it asks, and whether it is the last.
 func (w *Walker) Next() (elem string, step Step, last bool) {
-	if i := strings.IndexByte(w.rest, '/'); i >= 0 {
+	i := strings.IndexByte(w.rest, '/')
+	if i >= 0 {
 		elem, w.rest = w.rest[:i], w.rest[i+1:]
 	} else {
 		elem, w.rest = w.rest, ""
@@ -96,6 +98,7 @@ func (w *Walker) Next() (elem string, step Step, last bool) {
 		}
 	}
 	last = w.rest == ""
+	w.slash = last && i >= 0
 	switch elem {
 	case "", ".":
 		return elem, Stay, last
@@ -104,6 +107,13 @@ func (w *Walker) Next() (elem string, step Step, last bool) {
 	}
 	return elem, Down, last
 }
+
+// Slash reports whether the last element, as Next just returned it, was
+// followed by a slash: it came from a symlink target such as "x/", and as
+// on Linux it must then be a directory, a symlink there is followed
+// whatever the caller asked, and a missing one cannot be created as a
+// file (EISDIR).
+func (w *Walker) Slash() bool { return w.slash }
 
 // Offset returns where in the path the element that Next returns next
 // starts, or -1 when it comes from a symlink's target.

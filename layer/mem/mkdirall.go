@@ -19,7 +19,7 @@ import (
 func (f *FS) mkdirAll(name string, perm fs.FileMode) (bool, error) {
 	done := false
 	err := f.update(func(root *entry, now int64) error {
-		w, from, err := walkTo(root, name, true)
+		w, from, err := walkTo(root, name, true, false)
 		if errors.Is(err, syscall.ENAMETOOLONG) && len(name) >= pathwalk.MaxPath {
 			// Fail whole, before making anything, where os.MkdirAll would
 			// make the parents that fit: a failed operation changes

@@ -16,20 +16,26 @@ type where struct {
 	dir  *entry
 	base string
 	e    *entry
+	// slash: base, missing, came with a trailing slash (a symlink target
+	// "x/"), so that it may only be made as a directory.
+	slash bool
 }
 
 // walk resolves name from root, following symlinks in every element and in
 // the last one too when follow is set, by the rules of package pathwalk.
 // The error is a bare errno or fs sentinel; callers wrap it with their Op.
 func walk(root *entry, name string, follow bool) (where, error) {
-	w, _, err := walkTo(root, name, follow)
+	w, _, err := walkTo(root, name, follow, false)
 	return w, err
 }
 
 // walkTo is walk that, when an element is missing, also returns where in
 // name it starts, or -1 when it comes from a symlink's target, and when it
-// is not the last, the directory it is missing from as where.dir.
-func walkTo(root *entry, name string, follow bool) (where, int, error) {
+// is not the last, the directory it is missing from as where.dir. With
+// create (an open with O_CREAT), a last element that came with a trailing
+// slash is not looked up: as on Linux, such an open is EISDIR whatever is
+// there, which where.slash tells.
+func walkTo(root *entry, name string, follow, create bool) (where, int, error) {
 	if !fs.ValidPath(name) {
 		return where{}, -1, fs.ErrInvalid
 	}
@@ -65,15 +71,19 @@ func walkTo(root *entry, name string, follow bool) (where, int, error) {
 			}
 			continue
 		}
+		mustDir := last && w.Slash()
+		if mustDir && create {
+			return where{dir: dir, base: elem, slash: true}, -1, nil
+		}
 		child, ok := dir.state().kids.Get(elem)
 		if !ok {
 			if last {
-				return where{dir: dir, base: elem}, from, nil
+				return where{dir: dir, base: elem, slash: mustDir}, from, nil
 			}
 			return where{dir: dir}, from, syscall.ENOENT
 		}
 		cs := child.state()
-		if cs.isSymlink() && (follow || !last) {
+		if cs.isSymlink() && (follow || !last || mustDir) {
 			if pathwalk.TooLong(cs.data.Size()) {
 				return where{}, -1, syscall.ENAMETOOLONG // refused before it is copied
 			}
@@ -87,7 +97,7 @@ func walkTo(root *entry, name string, follow bool) (where, int, error) {
 			}
 			continue
 		}
-		if last {
+		if last && !(mustDir && !cs.isDir()) {
 			return where{dir: dir, base: elem, e: child}, -1, nil
 		}
 		if !cs.isDir() {

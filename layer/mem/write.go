@@ -214,9 +214,12 @@ func (f *FS) open(root *entry, name string, flag int, perm fs.FileMode, now int6
 		return nil, err
 	}
 	excl := flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0
-	w, err := walk(root, name, !excl && flag&syscall.O_NOFOLLOW == 0)
+	w, _, err := walkTo(root, name, !excl && flag&syscall.O_NOFOLLOW == 0, flag&os.O_CREATE != 0)
 	if err != nil {
 		return nil, err
+	}
+	if w.slash && flag&os.O_CREATE != 0 {
+		return nil, syscall.EISDIR // Linux's rule for O_CREAT and a trailing slash
 	}
 	if w.e == nil {
 		if flag&os.O_CREATE == 0 {
