@@ -7,6 +7,7 @@ import (
 
 	"github.com/packfs/packfs/aferoadapter"
 	"github.com/packfs/packfs/conformance"
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs/layer"
 	"github.com/spf13/afero"
 )
@@ -63,7 +64,7 @@ func TestConformanceLayerOsFs(t *testing.T) {
 // each tree of conformance.Trees through the layer and checks it with
 // fstest.TestFS, over the OS through afero.
 func TestConformanceLayerOsFsTestFS(t *testing.T) {
-	if testing.Short() || raceEnabled {
+	if testsize.Short() || raceEnabled {
 		t.Skip("40 s; skipped under -short and -race")
 	}
 	conformance.Tests["TestFS"](t, func(t *testing.T) layer.FS { return newOsLayer(t, true) })

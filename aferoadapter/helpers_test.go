@@ -8,6 +8,8 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/packfs/packfs/internal/testsize"
+
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/aferoadapter"
 	"github.com/packfs/packfs/conformance"
@@ -25,7 +27,7 @@ func TestIOFS(t *testing.T) {
 		case "sizes", "wide":
 			// fstest.TestFS reads every file many times over: 7 s
 			// (wide) and 20 s (sizes) without the race detector.
-			if testing.Short() || raceEnabled {
+			if testsize.Short() || raceEnabled {
 				continue
 			}
 		}

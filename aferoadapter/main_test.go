@@ -11,13 +11,14 @@ import (
 	"testing"
 
 	"github.com/packfs/packfs/aferoadapter"
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs/layer/mem"
 	"github.com/spf13/afero"
 )
 
 // seeds returns short under -short and long otherwise.
 func seeds(short, long int) int {
-	if testing.Short() {
+	if testsize.Short() {
 		return short
 	}
 	return long

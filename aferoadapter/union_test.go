@@ -12,6 +12,8 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/packfs/packfs/internal/testsize"
+
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/aferoadapter"
 	"github.com/packfs/packfs/conformance"
@@ -347,7 +349,7 @@ func TestUnionIOFS(t *testing.T) {
 		case "sizes":
 			continue // 20 s: TestIOFS covers it over mem
 		case "wide":
-			if testing.Short() || raceEnabled {
+			if testsize.Short() || raceEnabled {
 				continue // slow: see TestIOFS
 			}
 		}

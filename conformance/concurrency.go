@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/packfs/packfs/internal/testsize"
 )
 
 var _ = register("Concurrent", testConcurrent)
@@ -26,7 +28,7 @@ func testConcurrent(t *testing.T, newFS NewFS, _ *config) {
 		must(t, "WriteFile", fsys.WriteFile(fmt.Sprintf("shared/s%d", i), shared(i), 0o644))
 	}
 	workers, iters := 8, 300
-	if testing.Short() {
+	if testsize.Short() {
 		iters = 100
 	}
 	snapshot, _ := snapshotOf(fsys)

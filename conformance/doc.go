@@ -58,8 +58,9 @@
 //     not return errors.ErrUnsupported.
 //   - Concurrency: goroutines creating, reading, renaming and removing at
 //     once, checked at the end; run the suite under -race.
-//   - "Differential": random sequences of operations (2,000 of 50 by
-//     default, 200 with -short, 500 under -race) over a small name space, applied to the
+//   - "Differential": random sequences of operations (200 of 50 by
+//     default; with PACKFS_LONG=1 in the environment, 2,000, or 500 under
+//     -race) over a small name space, applied to the
 //     backend and, through package os, to a directory of the host (on
 //     /dev/shm when it is writable). After every operation it compares the
 //     error (class, type, Op, paths), the data read and the information

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs/layer"
 )
 
@@ -66,7 +67,7 @@ const (
 )
 
 var (
-	flagSeeds = flag.Int("conformance.seeds", 0, "number of random sequences of the differential test (0: default, 2000; 200 with -short; 500 under -race)")
+	flagSeeds = flag.Int("conformance.seeds", 0, "number of random sequences of the differential test (0: default, 200; with PACKFS_LONG=1, 2000, or 500 under -race)")
 	flagSeed  = flag.Int64("conformance.seed", 0, "replay only this seed of the differential test, logging every operation")
 	flagOps   = flag.Int("conformance.ops", 0, "operations per random sequence of the differential test (0: default, 50)")
 )
@@ -74,7 +75,7 @@ var (
 func newConfig(opts []Option) *config {
 	c := &config{skip: map[string]string{}, ops: defaultOps, seeds: defaultSeeds}
 	switch {
-	case testing.Short():
+	case testsize.Short():
 		c.seeds = defaultShortSeeds
 	case raceEnabled:
 		c.seeds = defaultRaceSeeds

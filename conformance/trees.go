@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"flag"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs/layer"
 )
 
@@ -100,10 +100,11 @@ func resolve(byPath map[string]Entry, p string) (Entry, bool) {
 //   - "duplicates": many files with identical contents, and files that
 //     differ only in their last byte.
 //
-// Trees reads testing.Short when called from a test binary after flags are
-// parsed.
+// In a test binary Trees gives the quick sizes (2,000 entries, 1 MiB)
+// unless PACKFS_LONG=1 is set, as the package doc says; elsewhere, the
+// full ones.
 func Trees() []Tree {
-	short := testing.Testing() && flag.Parsed() && testing.Short()
+	short := testing.Testing() && testsize.Short()
 	wide, large := 20000, 64<<20
 	if short {
 		wide, large = 2000, 1<<20

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/packfs/packfs/dirfs"
+	"github.com/packfs/packfs/internal/testsize"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,7 +22,7 @@ import (
 // reach the real directory or fail; it must never reach outside.
 func TestCVE201815664(t *testing.T) {
 	iterations := 10000
-	if testing.Short() {
+	if testsize.Short() {
 		iterations = 1000
 	}
 	for _, m := range modes {

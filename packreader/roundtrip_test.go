@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/packfs/packfs/internal/testsize"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/packfs/packfs/conformance"
 	"github.com/packfs/packfs/layer"
@@ -288,7 +290,7 @@ func TestCloseConcurrent(t *testing.T) {
 // skipLargeUnderRace skips the 20,000-entry and 64 MB trees in -race
 // builds, where the conformance suite alone covers them.
 func skipLargeUnderRace(t *testing.T, tree conformance.Tree) {
-	if raceEnabled && (tree.Name == "wide" || tree.Name == "sizes") && !testing.Short() {
+	if raceEnabled && (tree.Name == "wide" || tree.Name == "sizes") && !testsize.Short() {
 		t.Skip("large tree: covered by TestConformanceReadOnly under -race")
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/packfs/packfs/internal/testsize"
 )
 
 var contentSeeds = flag.Int("mem.seeds", 8, "seeds for the randomized content test")
@@ -25,7 +27,7 @@ func TestContentRandom(t *testing.T) {
 			}
 			var old []kept
 			steps := 300
-			if testing.Short() || raceEnabled {
+			if testsize.Short() || raceEnabled {
 				steps = 60
 			}
 			for step := range steps {

@@ -1,9 +1,10 @@
 package mem_test
 
 import (
-	"github.com/packfs/packfs/layer/mem"
 	"testing"
 	"testing/fstest"
+
+	"github.com/packfs/packfs/layer/mem"
 )
 
 func TestSmoke(t *testing.T) {

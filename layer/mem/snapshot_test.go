@@ -8,6 +8,7 @@ import (
 	"path"
 	"testing"
 
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/layer/mem"
 )
@@ -54,7 +55,7 @@ func dump(t *testing.T, fsys fs.FS) map[string]string {
 // was taken; Check runs after every operation.
 func TestSnapshotsNeverChange(t *testing.T) {
 	seeds := 30
-	if testing.Short() {
+	if testsize.Short() {
 		seeds = 5
 	}
 	for seed := range seeds {
