@@ -58,13 +58,7 @@ func (u *FS) mkdirAll(name string, perm fs.FileMode) (bool, error) {
 	first, more, _ := strings.Cut(name[from:], "/")
 	c, err := u.lookup(dir, first)
 	if err == nil {
-		err = u.makeRoom(dir, c)
-	}
-	if err == nil {
-		err = u.upper.Mkdir(c.path, perm)
-	}
-	if err == nil && c.below {
-		err = u.markOpaque(c.path)
+		err = u.mkdirAt(dir, c, perm)
 	}
 	if err == nil && more != "" {
 		if ci, ok := u.upper.(copyInFS); ok {

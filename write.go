@@ -82,7 +82,7 @@ func (u *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 		err = syscall.EISDIR // Linux's rule for O_CREAT and a trailing slash
 	}
 	if err == nil {
-		err = u.prepareOpen(dir, n, flag)
+		flag, err = u.prepareOpen(dir, n, flag, perm)
 	}
 	if err != nil {
 		return nil, layer.PathError("open", name, bare(err))
@@ -96,26 +96,33 @@ func (u *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 
 // prepareOpen makes the upper layer ready for opening n for writing: it
 // copies up the parent and, for an existing lower file, the file.
-func (u *FS) prepareOpen(dir, n *node, flag int) error {
+//
+// It returns the flags to open the upper's file with: a file it has
+// created already is opened without O_EXCL.
+func (u *FS) prepareOpen(dir, n *node, flag int, perm fs.FileMode) (int, error) {
 	if !n.exists() {
 		if flag&os.O_CREATE == 0 {
-			return syscall.ENOENT
+			return flag, syscall.ENOENT
 		}
 		if err := layer.CheckElem(path.Base(n.path)); err != nil {
-			return err
+			return flag, err
 		}
-		return u.makeRoom(dir, n)
+		done, err := u.createOver(dir, n, []mem.Copy{{Name: path.Base(n.path), Mode: perm & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)}})
+		if done {
+			return flag &^ os.O_EXCL, err
+		}
+		return flag, u.makeRoom(dir, n)
 	}
 	if flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0 {
-		return syscall.EEXIST
+		return flag, syscall.EEXIST
 	}
 	if n.isDir() {
-		return syscall.EISDIR // every open that gets here asks to write
+		return flag, syscall.EISDIR // every open that gets here asks to write
 	}
 	if n.layer == 0 {
-		return nil // the upper layer's own checks apply
+		return flag, nil // the upper layer's own checks apply
 	}
-	return u.copyUp(n, flag&os.O_TRUNC == 0)
+	return flag, u.copyUp(n, flag&os.O_TRUNC == 0)
 }
 
 // makeRoom prepares the upper layer for creating the missing name n in
@@ -129,6 +136,60 @@ func (u *FS) makeRoom(dir, n *node) error {
 	}
 	if n.upperWhiteout {
 		return u.upper.Remove(n.path)
+	}
+	return nil
+}
+
+// createOverFS is an upper layer that creates a name over its whiteout in
+// one step, as layer/mem does (mem.FS.CreateOver).
+type createOverFS interface {
+	CreateOver(dir string, chain []mem.Copy) error
+}
+
+// createOver makes chain at n, a name the upper layer holds a whiteout
+// at, in one step of an upper layer that can, so that no reader sees what
+// the whiteout hid in between; a directory made there inherits setgid
+// from its parent as Mkdir's would. It reports false, having done
+// nothing, when n holds no whiteout or the upper layer cannot: makeRoom
+// and the step-by-step create serve those.
+func (u *FS) createOver(dir, n *node, chain []mem.Copy) (bool, error) {
+	co, ok := u.upper.(createOverFS)
+	if !ok || !n.upperWhiteout || dir == nil {
+		return false, nil
+	}
+	if err := u.upperDir(dir); err != nil {
+		return true, err
+	}
+	parent := path.Dir(n.path)
+	if chain[0].Mode.IsDir() {
+		if fi, err := fs.Stat(u.upper, parent); err == nil {
+			chain[0].Mode |= fi.Mode() & fs.ModeSetgid
+		}
+	}
+	return true, co.CreateOver(parent, chain)
+}
+
+// mkdirAt makes the directory n, missing, in dir: opaque where a lower
+// layer holds the name, and in one step over a whiteout where the upper
+// layer can (createOver), else step by step.
+func (u *FS) mkdirAt(dir, n *node, perm fs.FileMode) error {
+	chain := []mem.Copy{{Name: path.Base(n.path), Mode: fs.ModeDir | perm&(fs.ModePerm|fs.ModeSticky)}}
+	if n.below {
+		chain = append(chain, mem.Copy{Name: layer.OpaqueName, Mode: layer.ModeWhiteout})
+	}
+	if done, err := u.createOver(dir, n, chain); done {
+		return err
+	}
+	if err := u.makeRoom(dir, n); err != nil {
+		return err
+	}
+	// The upper layer's Mkdir makes the new directory setgid when its
+	// parent is: makeRoom has copied the parent up with its mode.
+	if err := u.upper.Mkdir(n.path, perm); err != nil {
+		return err
+	}
+	if n.below {
+		return u.markOpaque(n.path)
 	}
 	return nil
 }
@@ -402,15 +463,7 @@ func (u *FS) Mkdir(name string, perm fs.FileMode) error {
 		err = layer.CheckElem(path.Base(n.path))
 	}
 	if err == nil {
-		err = u.makeRoom(dir, n)
-	}
-	if err == nil {
-		// The upper layer's Mkdir makes the new directory setgid when
-		// its parent is: makeRoom has copied the parent up with its mode.
-		err = u.upper.Mkdir(n.path, perm)
-	}
-	if err == nil && n.below {
-		err = u.markOpaque(n.path)
+		err = u.mkdirAt(dir, n, perm)
 	}
 	if err != nil {
 		return layer.PathError("mkdir", name, bare(err))
@@ -495,6 +548,10 @@ func (u *FS) drop(dir, n *node) error {
 	if err := u.upperDir(dir); err != nil {
 		return err
 	}
+	if wa, ok := u.upper.(interface{ WhiteoutAll(string) error }); ok {
+		// The upper's own entry and what it shadowed go in one step.
+		return wa.WhiteoutAll(n.path)
+	}
 	if n.layer == 0 {
 		if err := u.upper.RemoveAll(n.path); err != nil {
 			return err
@@ -569,10 +626,14 @@ func (u *FS) Symlink(oldname, newname string) error {
 		err = layer.CheckElem(path.Base(n.path))
 	}
 	if err == nil {
-		err = u.makeRoom(dir, n)
-	}
-	if err == nil {
-		err = u.upper.Symlink(oldname, n.path)
+		var done bool
+		chain := []mem.Copy{{Name: path.Base(n.path), Mode: fs.ModeSymlink | 0o777, Data: strings.NewReader(oldname)}}
+		if done, err = u.createOver(dir, n, chain); !done {
+			err = u.makeRoom(dir, n)
+			if err == nil {
+				err = u.upper.Symlink(oldname, n.path)
+			}
+		}
 	}
 	if err != nil {
 		return layer.LinkError("symlink", oldname, newname, bareLink(err))

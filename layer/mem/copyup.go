@@ -30,12 +30,23 @@ type Copy struct {
 // lower layer already showed, which nobody must see half done. It reads
 // the contents before taking the writers' lock, and fails with EEXIST,
 // changing nothing, when dir already holds chain[0].
-func (f *FS) CopyIn(dir string, chain []Copy) error {
+func (f *FS) CopyIn(dir string, chain []Copy) error { return f.copyIn("copyin", dir, chain, false) }
+
+// CreateOver is CopyIn for a union's create of a name its upper layer
+// holds a whiteout at: chain[0] replaces the whiteout dir/chain[0].Name in
+// the same step, and dir's mtime is set, as a create sets it. A reader
+// sees the whiteout or the new entries, never what the whiteout hides
+// below. The last entry may itself be a whiteout (layer.ModeWhiteout):
+// the opaque marker of a directory made where a lower one was removed.
+// Anything at chain[0].Name but a whiteout fails with EEXIST.
+func (f *FS) CreateOver(dir string, chain []Copy) error { return f.copyIn("create", dir, chain, true) }
+
+func (f *FS) copyIn(op, dir string, chain []Copy, over bool) error {
 	states := make([]*state, len(chain))
 	for i, c := range chain {
 		s, err := copyState(c, i == len(chain)-1)
 		if err != nil {
-			return layer.PathError("copyin", dir, err)
+			return layer.PathError(op, dir, err)
 		}
 		states[i] = s
 	}
@@ -53,7 +64,7 @@ func (f *FS) CopyIn(dir string, chain []Copy) error {
 		if len(chain) == 0 {
 			return nil
 		}
-		if _, ok := d.state().kids.Get(chain[0].Name); ok {
+		if old, ok := d.state().kids.Get(chain[0].Name); ok && !(over && layer.IsWhiteout(old.state().mode)) {
 			return errExist
 		}
 		// Build the chain unlinked, bottom up, then link its top.
@@ -77,11 +88,14 @@ func (f *FS) CopyIn(dir string, chain []Copy) error {
 		below.ino.name = name
 		ds := d.ino.cur.Load().state().with()
 		ds.kids = ds.kids.SetOwned(f.owner, name, below)
+		if over {
+			ds.mtime = now
+		}
 		f.set(d.ino, ds)
 		return nil
 	})
 	if err != nil {
-		return layer.PathError("copyin", dir, err)
+		return layer.PathError(op, dir, err)
 	}
 	return nil
 }
@@ -106,6 +120,8 @@ func copyState(c Copy, last bool) (*state, error) {
 		return s, nil
 	case !last:
 		return nil, errNotDir
+	case layer.IsWhiteout(c.Mode):
+		return &state{mode: layer.ModeWhiteout, mtime: s.mtime}, nil
 	case t != 0 && t != fs.ModeSymlink:
 		return nil, errInvalid
 	}

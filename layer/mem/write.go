@@ -516,7 +516,15 @@ func (f *FS) rename(root *entry, oldname, newname string, now int64, left *entry
 }
 
 // Whiteout records a whiteout at name (see [layer.WhiteoutFS]).
-func (f *FS) Whiteout(name string) error {
+func (f *FS) Whiteout(name string) error { return f.whiteout(name, false) }
+
+// WhiteoutAll is Whiteout that replaces a directory with all it holds:
+// a union that removes a name shadowing a lower one hides the lower in
+// the same step as it drops its own, so that no reader sees the lower
+// entry in between.
+func (f *FS) WhiteoutAll(name string) error { return f.whiteout(name, true) }
+
+func (f *FS) whiteout(name string, all bool) error {
 	err := f.update(func(root *entry, now int64) error {
 		if err := checkCreate(name); err != nil {
 			return err
@@ -531,7 +539,7 @@ func (f *FS) Whiteout(name string) error {
 			if err := layer.CheckElem(w.base); err != nil {
 				return err
 			}
-		case w.e.state().isDir() && w.e.state().kids.Len() > 0:
+		case !all && w.e.state().isDir() && w.e.state().kids.Len() > 0:
 			return errNotEmpty
 		}
 		if w.e != nil {
