@@ -416,6 +416,9 @@ func (l *Log) Sync(p LSN) error {
 // SyncAll makes every append so far durable.
 func (l *Log) SyncAll() error { return l.Sync(l.End()) }
 
+// Synced returns the position before which everything is durable.
+func (l *Log) Synced() LSN { return LSN(l.synced.Load()) }
+
 func (l *Log) stickyErr() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -525,18 +528,21 @@ func (l *Log) Rotate() (uint64, error) {
 			l.err = err
 			return 0, err
 		}
+		l.allocated = l.written
 	}
 	next := l.id + 1
 	if next >= maxSegments {
 		return 0, fmt.Errorf("wal: segment ids exhausted at %d", l.id)
 	}
+	// A new segment that cannot be made (a full disk, say) costs
+	// nothing: the old one is whole and durable and goes on taking
+	// appends, and a later Rotate tries again.
 	f, err := l.fsys.OpenFile(segmentName(next), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		l.err = err
 		return 0, err
 	}
 	if err := l.start(f, next); err != nil {
-		l.err = err
+		l.fsys.Remove(segmentName(next))
 		return 0, err
 	}
 	l.id = next
