@@ -50,6 +50,16 @@
 // crash, the store reopens to exactly the state after some prefix of its
 // changes, one that includes every acknowledged one.
 //
+// A change that fails leaves the tree as it was. When the log's write or
+// sync fails (a full disk), the change that met it fails, and so does
+// every later one: readers, snapshots and open files see the state before
+// the first change the failure cost, and the store must be reopened. A
+// checkpoint that fails costs nothing the log does not hold: the store
+// goes on, and a later checkpoint tries again. Names Linux refuses (a NUL
+// byte, an element past 255 bytes, a path of 4,096 bytes or more) are
+// refused before they are logged, with EINVAL or ENAMETOOLONG. Every
+// method of a closed store fails with fs.ErrClosed.
+//
 // # Packages
 //
 //   - [github.com/packfs/packfs/layer]: the contract every layer meets (the

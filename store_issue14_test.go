@@ -1,0 +1,649 @@
+package packfs_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/packfs/packfs"
+	"github.com/packfs/packfs/vfs"
+	"github.com/packfs/packfs/vfs/vfstest"
+)
+
+// reopenMem closes s and opens the store m holds again.
+func reopenMem(t *testing.T, s *packfs.Store, m *vfstest.MemFS) *packfs.Store {
+	t.Helper()
+	mustDo(t, s.Close())
+	s, err := packfs.Open("", &packfs.Options{FS: m})
+	mustDo(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestIssue14SelfRename: a rename whose source and destination are the
+// same entry, by the same name or through a symlink, changes nothing: the
+// files open on it keep logging their writes, which survive a reopen.
+func TestIssue14SelfRename(t *testing.T) {
+	for _, c := range []struct {
+		open, from, to string
+		err            error
+	}{
+		{"a", "a", "a", nil},
+		{"a", "a", "self/a", nil},
+		{"a", "self/a", "a", nil},
+		// os.Rename refuses a directory onto the same string itself.
+		{"d/f", "d", "d", syscall.EEXIST},
+		{"d/f", "d", "self/d", nil},
+		{"d/f", "d/f", "ld/f", nil},
+		{"d/f", "ld/f", "self/ld/f", nil},
+	} {
+		t.Run(c.from+"->"+c.to, func(t *testing.T) {
+			m := vfstest.NewMemFS()
+			s, err := packfs.Open("", &packfs.Options{FS: m})
+			mustDo(t, err)
+			mustDo(t, s.Mkdir("d", 0o755))
+			mustDo(t, s.Symlink(".", "self"))
+			mustDo(t, s.Symlink("d", "ld"))
+			f, err := s.OpenFile(c.open, os.O_RDWR|os.O_CREATE, 0o644)
+			mustDo(t, err)
+			if _, err := f.Write([]byte("one.")); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Rename(c.from, c.to); !errors.Is(err, c.err) || (err == nil) != (c.err == nil) {
+				t.Fatalf("rename: %v, want %v", err, c.err)
+			}
+			if _, err := f.Write([]byte("two.")); err != nil {
+				t.Fatal(err)
+			}
+			mustDo(t, f.Sync())
+			mustDo(t, f.Close())
+			s = reopenMem(t, s, m)
+			if data, err := s.ReadFile(c.open); err != nil || string(data) != "one.two." {
+				t.Fatalf("after reopen %s = %q, %v; want %q", c.open, data, err, "one.two.")
+			}
+		})
+	}
+}
+
+// TestIssue14SelfRenameTransaction: the same through a transaction.
+func TestIssue14SelfRenameTransaction(t *testing.T) {
+	m := vfstest.NewMemFS()
+	s, err := packfs.Open("", &packfs.Options{FS: m})
+	mustDo(t, err)
+	mustDo(t, s.Symlink(".", "self"))
+	f, err := s.Create("a")
+	mustDo(t, err)
+	mustDo(t, s.Update(func(tx *packfs.Tx) error {
+		if err := tx.Rename("a", "self/a"); err != nil {
+			return err
+		}
+		return tx.Rename("a", "a")
+	}))
+	if _, err := f.Write([]byte("kept")); err != nil {
+		t.Fatal(err)
+	}
+	mustDo(t, f.Sync())
+	f.Close()
+	s = reopenMem(t, s, m)
+	if data, err := s.ReadFile("a"); err != nil || string(data) != "kept" {
+		t.Fatalf("a = %q, %v", data, err)
+	}
+}
+
+// TestIssue14RenameMovesHandles: a rename over another file leaves that
+// file's handles nameless and moves the renamed one's, in one step: a
+// handle's new name is never taken for a name the rename replaces.
+func TestIssue14RenameMovesHandles(t *testing.T) {
+	m := vfstest.NewMemFS()
+	s, err := packfs.Open("", &packfs.Options{FS: m})
+	mustDo(t, err)
+	fa, err := s.Create("a")
+	mustDo(t, err)
+	fb, err := s.Create("b")
+	mustDo(t, err)
+	mustDo(t, s.Rename("a", "b")) // fb's file is gone; fa's is now b
+	fa.Write([]byte("from a"))
+	fb.Write([]byte("lost"))
+	mustDo(t, s.Sync())
+	fa.Close()
+	fb.Close()
+	s = reopenMem(t, s, m)
+	if data, err := s.ReadFile("b"); err != nil || string(data) != "from a" {
+		t.Fatalf("b = %q, %v", data, err)
+	}
+}
+
+// TestIssue14FlattenUnderWriter: readers beside a flatten, of a file open
+// for writing, always see the whole file: the new union is published
+// only once every open file has moved to it.
+func TestIssue14FlattenUnderWriter(t *testing.T) {
+	content := bytes.Repeat([]byte("0123456789abcdef"), 4<<10) // 64 KiB
+	for _, auto := range []bool{false, true} {
+		t.Run(fmt.Sprintf("auto=%v", auto), func(t *testing.T) {
+			opts := &packfs.Options{FS: vfstest.NewMemFS(), CheckpointBytes: -1}
+			if auto {
+				opts.CheckpointBytes, opts.MaxPacks = 4<<10, 3
+			}
+			s, err := packfs.Open("", opts)
+			mustDo(t, err)
+			defer s.Close()
+			mustDo(t, s.WriteFile("f", content, 0o644))
+			w, err := s.OpenFile("f", os.O_RDWR, 0)
+			mustDo(t, err)
+			defer w.Close()
+			var stop atomic.Bool
+			var bad atomic.Int64
+			var wg sync.WaitGroup
+			for range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for !stop.Load() {
+						data, err := s.ReadFile("f")
+						if err != nil || len(data) != len(content) {
+							bad.Add(1)
+						}
+						if snap, err := s.Snapshot(); err == nil {
+							if fi, err := snap.Stat("f"); err != nil || fi.Size() != int64(len(content)) {
+								bad.Add(1)
+							}
+						}
+					}
+				}()
+			}
+			rounds := 60
+			if testing.Short() {
+				rounds = 20
+			}
+			for i := range rounds {
+				if auto {
+					// Changes elsewhere drive checkpoints, and every third
+					// a flatten.
+					mustDo(t, s.WriteFile(fmt.Sprintf("g%d", i%4), bytes.Repeat([]byte{'g'}, 5<<10), 0o644))
+				} else {
+					mustDo(t, s.Flatten())
+				}
+				if _, err := w.WriteAt([]byte("X"), int64(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stop.Store(true)
+			wg.Wait()
+			if n := bad.Load(); n > 0 {
+				t.Fatalf("%d reads saw f short while a flatten moved its writer", n)
+			}
+		})
+	}
+}
+
+// fullDisk is a directory whose disk can fill up: while full, writes and
+// new files fail with ENOSPC, as a real full disk does, and nothing is
+// written.
+type fullDisk struct {
+	vfs.FS
+	full atomic.Bool
+	// spare, if set, says which new files can still be made while full
+	// (whose blocks the disk keeps in reserve); what is open still cannot
+	// grow.
+	spare func(name string) bool
+	// creating, if set, fills the disk for new files only.
+	creating bool
+	hits     atomic.Int64 // writes refused
+}
+
+func (d *fullDisk) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, error) {
+	if flag&os.O_CREATE != 0 && d.full.Load() && (d.spare == nil || !d.spare(name)) {
+		d.hits.Add(1)
+		return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.ENOSPC}
+	}
+	f, err := d.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &fullFile{File: f, d: d, name: name}, nil
+}
+
+type fullFile struct {
+	vfs.File
+	d    *fullDisk
+	name string
+}
+
+func (f *fullFile) refuse(op string) error {
+	if f.d.full.Load() && !f.d.creating {
+		f.d.hits.Add(1)
+		return &fs.PathError{Op: op, Path: f.name, Err: syscall.ENOSPC}
+	}
+	return nil
+}
+
+func (f *fullFile) Write(p []byte) (int, error) {
+	if err := f.refuse("write"); err != nil {
+		return 0, err
+	}
+	return f.File.Write(p)
+}
+
+func (f *fullFile) WriteAt(p []byte, off int64) (int, error) {
+	if err := f.refuse("write"); err != nil {
+		return 0, err
+	}
+	return f.File.WriteAt(p, off)
+}
+
+// TestIssue14FailedWriteInvisible: a change whose log write fails leaves
+// the tree as it was, for readers, snapshots and open files alike.
+func TestIssue14FailedWriteInvisible(t *testing.T) {
+	for _, policy := range []packfs.SyncPolicy{packfs.SyncOnCommit, packfs.SyncAlways} {
+		t.Run(fmt.Sprint(policy), func(t *testing.T) {
+			d := &fullDisk{FS: vfstest.NewMemFS()}
+			s, err := packfs.Open("", &packfs.Options{FS: d, Sync: policy, CheckpointBytes: -1})
+			mustDo(t, err)
+			defer s.Close()
+			mustDo(t, s.WriteFile("old", []byte("old"), 0o644))
+			mustDo(t, s.Sync())
+			r, err := s.Open("old")
+			mustDo(t, err)
+			defer r.Close()
+			d.full.Store(true)
+			// Under SyncOnCommit a change reaches the disk when the log's
+			// buffer fills: a big one fills it at once.
+			big := bytes.Repeat([]byte("x"), 2<<20)
+			if err := s.WriteFile("new", big, 0o644); !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("write on a full disk: %v, want ENOSPC", err)
+			}
+			if _, err := s.Stat("new"); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("stat of a file whose write failed: %v", err)
+			}
+			if data, err := s.ReadFile("old"); err != nil || string(data) != "old" {
+				t.Errorf("old = %d bytes, %v after a failed overwrite", len(data), err)
+			}
+			snap, err := s.Snapshot()
+			mustDo(t, err)
+			if data, err := fs.ReadFile(snap, "old"); err != nil || string(data) != "old" {
+				t.Errorf("snapshot: old = %d bytes, %v", len(data), err)
+			}
+			if data, err := io.ReadAll(r); err != nil || string(data) != "old" {
+				t.Errorf("open file: old = %d bytes, %v", len(data), err)
+			}
+			// The log failed: later changes are refused before they apply.
+			if err := s.WriteFile("later", []byte("x"), 0o644); err == nil {
+				t.Error("a change after the log failed succeeded")
+			}
+			if _, err := s.Stat("later"); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("stat later: %v", err)
+			}
+		})
+	}
+}
+
+// TestIssue14FailedWriteThroughFile: a write through an open file whose
+// log write fails is not seen either.
+func TestIssue14FailedWriteThroughFile(t *testing.T) {
+	d := &fullDisk{FS: vfstest.NewMemFS()}
+	s, err := packfs.Open("", &packfs.Options{FS: d, Sync: packfs.SyncAlways, CheckpointBytes: -1})
+	mustDo(t, err)
+	defer s.Close()
+	f, err := s.Create("f")
+	mustDo(t, err)
+	defer f.Close()
+	if _, err := f.Write([]byte("kept")); err != nil {
+		t.Fatal(err)
+	}
+	d.full.Store(true)
+	if _, err := f.Write([]byte("lost")); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("write: %v", err)
+	}
+	if data, err := s.ReadFile("f"); err != nil || string(data) != "kept" {
+		t.Fatalf("f = %q, %v", data, err)
+	}
+}
+
+// TestIssue14FailedWriteTmpfs: the same on a real full disk, a small
+// tmpfs mounted for the test (as root; skipped where mount fails).
+func TestIssue14FailedWriteTmpfs(t *testing.T) {
+	dir := t.TempDir()
+	if out, err := runMount(dir, "3m"); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
+	}
+	t.Cleanup(func() { unmount(dir) })
+	s, err := packfs.Open(dir+"/store", &packfs.Options{Sync: packfs.SyncAlways, CheckpointBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	chunk := bytes.Repeat([]byte("z"), 16<<10)
+	var failed string
+	for i := range 1000 {
+		name := fmt.Sprintf("f%03d", i)
+		if err := s.WriteFile(name, chunk, 0o644); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("write %s: %v, want ENOSPC", name, err)
+			}
+			failed = name
+			break
+		}
+	}
+	if failed == "" {
+		t.Fatal("the disk never filled")
+	}
+	if _, err := s.Stat(failed); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("stat %s, whose write failed: %v", failed, err)
+	}
+	if data, err := s.ReadFile("f000"); err != nil || len(data) != len(chunk) {
+		t.Fatalf("f000: %d bytes, %v", len(data), err)
+	}
+}
+
+func runMount(dir, size string) (string, error) {
+	return "", syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size)
+}
+
+func unmount(dir string) { syscall.Unmount(dir, 0) }
+
+// TestIssue14ClosedStore: every method of a closed store says
+// fs.ErrClosed.
+func TestIssue14ClosedStore(t *testing.T) {
+	s, err := packfs.Open("", &packfs.Options{FS: vfstest.NewMemFS()})
+	mustDo(t, err)
+	mustDo(t, s.WriteFile("f", []byte("x"), 0o644))
+	mustDo(t, s.Symlink("f", "l"))
+	mustDo(t, s.Close())
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, fs.ErrClosed) {
+			t.Errorf("%s after Close: %v, want fs.ErrClosed", what, err)
+		}
+		var pe *fs.PathError
+		if err != nil && what != "Snapshot" && what != "Sync" && what != "Close" && what != "Checkpoint" && what != "Update" && !errors.As(err, &pe) {
+			t.Errorf("%s after Close: %T is no *fs.PathError", what, err)
+		}
+	}
+	_, err = s.ReadFile("f")
+	check("ReadFile", err)
+	_, err = s.Stat("f")
+	check("Stat", err)
+	_, err = s.Lstat("f")
+	check("Lstat", err)
+	_, err = s.ReadDir(".")
+	check("ReadDir", err)
+	_, err = s.ReadLink("l")
+	check("ReadLink", err)
+	_, err = s.Open("f")
+	check("Open", err)
+	_, err = s.OpenFile("f", os.O_RDWR, 0)
+	check("OpenFile", err)
+	_, err = s.Sub(".")
+	check("Sub", err)
+	_, err = s.Glob("*")
+	check("Glob", err)
+	_, err = s.Snapshot()
+	check("Snapshot", err)
+	check("Sync", s.Sync())
+	check("Checkpoint", s.Checkpoint())
+	check("Update", s.Update(func(*packfs.Tx) error { return nil }))
+	check("Close", s.Close())
+	check("WriteFile", s.WriteFile("g", nil, 0o644))
+}
+
+// TestIssue14CheckpointRetried: a background checkpoint that fails on a
+// full disk does not fail later calls whose data the log holds safe, and
+// runs again once there is room.
+func TestIssue14CheckpointRetried(t *testing.T) {
+	// The log's own writes go on: only new files cannot be made, log
+	// segments too or only packs and manifests.
+	t.Run("segments", func(t *testing.T) { checkpointRetried(t, nil) })
+	t.Run("packs", func(t *testing.T) {
+		checkpointRetried(t, func(name string) bool { return strings.HasPrefix(name, "wal-") })
+	})
+}
+
+func checkpointRetried(t *testing.T, spare func(string) bool) {
+	m := vfstest.NewMemFS()
+	d := &fullDisk{FS: m, spare: spare, creating: true}
+	s, err := packfs.Open("", &packfs.Options{FS: d, CheckpointBytes: 32 << 10})
+	mustDo(t, err)
+	d.full.Store(true)
+	block := bytes.Repeat([]byte("b"), 8<<10)
+	for i := range 8 {
+		mustDo(t, s.WriteFile(fmt.Sprintf("f%d", i), block, 0o644))
+	}
+	// Wait for the background checkpoint to meet the full disk, then
+	// for it to end: a checkpoint waits for the one running.
+	for deadline := time.Now().Add(time.Minute); d.hits.Load() == 0; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("no background checkpoint started")
+		}
+	}
+	if err := s.Checkpoint(); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("checkpoint on a full disk: %v", err)
+	}
+	if d.hits.Load() < 2 {
+		t.Fatalf("the background checkpoint did not run: %d refusals", d.hits.Load())
+
+	}
+	d.full.Store(false)
+	if err := s.Sync(); err != nil {
+		t.Fatalf("sync once there is room: %v", err)
+	}
+	for i := range 8 {
+		mustDo(t, s.WriteFile(fmt.Sprintf("g%d", i), block, 0o644))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	var packs int
+	for _, n := range m.Files() {
+		if strings.HasSuffix(n, ".pack") {
+			packs++
+		}
+	}
+	if packs == 0 {
+		t.Error("no checkpoint ran once there was room")
+	}
+	s2, err := packfs.Open("", &packfs.Options{FS: m})
+	mustDo(t, err)
+	defer s2.Close()
+	for i := range 8 {
+		for _, p := range []string{"f", "g"} {
+			if data, err := s2.ReadFile(fmt.Sprintf("%s%d", p, i)); err != nil || !bytes.Equal(data, block) {
+				t.Fatalf("%s%d after reopen: %d bytes, %v", p, i, len(data), err)
+			}
+		}
+	}
+}
+
+// TestIssue14UpdateReentry: a change of the store made inside Update's
+// callback fails with ErrInTransaction instead of waiting for the
+// transaction, which waits for it.
+func TestIssue14UpdateReentry(t *testing.T) {
+	s, err := packfs.Open("", &packfs.Options{FS: vfstest.NewMemFS()})
+	mustDo(t, err)
+	defer s.Close()
+	mustDo(t, s.WriteFile("f", []byte("x"), 0o644))
+	w, err := s.OpenFile("f", os.O_RDWR, 0)
+	mustDo(t, err)
+	defer w.Close()
+	calls := map[string]func() error{
+		"WriteFile":  func() error { return s.WriteFile("g", []byte("y"), 0o644) },
+		"Mkdir":      func() error { return s.Mkdir("d", 0o755) },
+		"Rename":     func() error { return s.Rename("f", "h") },
+		"OpenFile":   func() error { _, err := s.OpenFile("n", os.O_RDWR|os.O_CREATE, 0o644); return err },
+		"file Write": func() error { _, err := w.Write([]byte("z")); return err },
+		"Truncate":   func() error { return w.Truncate(0) },
+		"Update":     func() error { return s.Update(func(*packfs.Tx) error { return nil }) },
+		"Checkpoint": s.Checkpoint,
+		"Flatten":    s.Flatten,
+		"Close":      s.Close,
+	}
+	for name, call := range calls {
+		done := make(chan error, 1)
+		go func() {
+			done <- s.Update(func(tx *packfs.Tx) error {
+				if err := tx.WriteFile("t", []byte(name), 0o644); err != nil {
+					return err
+				}
+				return call()
+			})
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, packfs.ErrInTransaction) {
+				t.Errorf("%s inside Update: %v, want ErrInTransaction", name, err)
+			}
+		case <-time.After(time.Minute): // a deadlock guard, not a timing check
+			t.Fatalf("%s inside Update never returned", name)
+		}
+	}
+	// The store goes on, none of the refused changes made.
+	mustDo(t, s.WriteFile("after", nil, 0o644))
+	for _, n := range []string{"g", "d", "h", "n", "t"} {
+		if _, err := s.Lstat(n); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+	if data, _ := s.ReadFile("f"); string(data) != "x" {
+		t.Errorf("f = %q", data)
+	}
+}
+
+// TestIssue14UpdateBesideWriters: changes from other goroutines while a
+// transaction runs wait for it, as before: only the callback's own are
+// refused.
+func TestIssue14UpdateBesideWriters(t *testing.T) {
+	s, err := packfs.Open("", &packfs.Options{FS: vfstest.NewMemFS()})
+	mustDo(t, err)
+	defer s.Close()
+	inside := make(chan struct{})
+	release := make(chan struct{})
+	txDone := make(chan error, 1)
+	go func() {
+		txDone <- s.Update(func(tx *packfs.Tx) error {
+			close(inside)
+			<-release
+			return tx.WriteFile("tx", nil, 0o644)
+		})
+	}()
+	<-inside
+	wrote := make(chan error, 1)
+	go func() { wrote <- s.WriteFile("beside", nil, 0o644) }()
+	close(release)
+	mustDo(t, <-txDone)
+	mustDo(t, <-wrote)
+	for _, n := range []string{"tx", "beside"} {
+		if _, err := s.Stat(n); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestIssue14BadNames: the store refuses, before logging, names Linux
+// refuses: a NUL byte (EINVAL), an element past 255 bytes or a path past
+// 4,095 (ENAMETOOLONG). Checkpoints go on working.
+func TestIssue14BadNames(t *testing.T) {
+	m := vfstest.NewMemFS()
+	s, err := packfs.Open("", &packfs.Options{FS: m})
+	mustDo(t, err)
+	mustDo(t, s.Mkdir("d", 0o755))
+	long := strings.Repeat("n", 256)
+	deep := strings.Repeat("d/", 2047) + "xx" // 4,096 bytes
+	for _, c := range []struct {
+		name string
+		want error
+	}{
+		{"a\x00b", syscall.EINVAL},
+		{"d/\x00", syscall.EINVAL},
+		{long, syscall.ENAMETOOLONG},
+		{"d/" + long, syscall.ENAMETOOLONG},
+		{strings.Repeat("x", 70000), syscall.ENAMETOOLONG},
+		{deep, syscall.ENAMETOOLONG},
+	} {
+		short := c.name[:min(len(c.name), 12)]
+		ops := map[string]func() error{
+			"WriteFile": func() error { return s.WriteFile(c.name, []byte("x"), 0o644) },
+			"Mkdir":     func() error { return s.Mkdir(c.name, 0o755) },
+			"MkdirAll":  func() error { return s.MkdirAll(c.name, 0o755) },
+			"Symlink":   func() error { return s.Symlink("d", c.name) },
+			"OpenFile": func() error {
+				f, err := s.OpenFile(c.name, os.O_RDWR|os.O_CREATE, 0o644)
+				if err == nil {
+					f.Close()
+				}
+				return err
+			},
+			"Rename": func() error { return s.Rename("d", c.name) },
+			"Update": func() error {
+				return s.Update(func(tx *packfs.Tx) error { return tx.WriteFile(c.name, nil, 0o644) })
+			},
+		}
+		for op, call := range ops {
+			err := call()
+			if !errors.Is(err, c.want) {
+				t.Errorf("%s(%q...): %v, want %v", op, short, err, c.want)
+				continue
+			}
+			var pe *fs.PathError
+			var le *os.LinkError
+			if !errors.As(err, &pe) && !errors.As(err, &le) {
+				t.Errorf("%s(%q...): %T is no *fs.PathError", op, short, err)
+			}
+		}
+	}
+	mustDo(t, s.Symlink(strings.Repeat("t", 4095), "longtarget"))
+	if err := s.Symlink(strings.Repeat("t", 4096), "toolong"); !errors.Is(err, syscall.ENAMETOOLONG) {
+		t.Errorf("symlink to a 4,096-byte target: %v", err)
+	}
+	mustDo(t, s.Checkpoint())
+	mustDo(t, s.Flatten())
+	mustDo(t, s.Sync())
+	s = reopenMem(t, s, m)
+	if entries, err := s.ReadDir("."); err != nil || len(entries) != 2 {
+		t.Fatalf("after reopen: %v, %v", entries, err)
+	}
+}
+
+// TestIssue13NegativeWriteAt: WriteAt at a negative offset fails as os's
+// does, writes nothing and logs nothing, on O_APPEND files too.
+func TestIssue13NegativeWriteAt(t *testing.T) {
+	m := vfstest.NewMemFS()
+	s, err := packfs.Open("", &packfs.Options{FS: m})
+	mustDo(t, err)
+	for _, flag := range []int{os.O_RDWR, os.O_WRONLY | os.O_APPEND} {
+		f, err := s.OpenFile("f", flag|os.O_CREATE|os.O_TRUNC, 0o644)
+		mustDo(t, err)
+		if _, err := f.Write([]byte("ab")); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := f.WriteAt([]byte("XY"), -1); err == nil || n != 0 {
+			t.Errorf("flag %#x: WriteAt(-1) = %d, %v", flag, n, err)
+		}
+		if n, err := f.WriteAt([]byte("XY"), -2); err == nil || n != 0 {
+			t.Errorf("flag %#x: WriteAt(-2) = %d, %v", flag, n, err)
+		}
+		mustDo(t, f.Close())
+		if data, _ := s.ReadFile("f"); string(data) != "ab" {
+			t.Errorf("flag %#x: f = %q", flag, data)
+		}
+	}
+	s = reopenMem(t, s, m)
+	if data, _ := s.ReadFile("f"); string(data) != "ab" {
+		t.Errorf("after reopen f = %q", data)
+	}
+	// os agrees.
+	o, err := os.Create(t.TempDir() + "/f")
+	mustDo(t, err)
+	defer o.Close()
+	if _, err := o.WriteAt([]byte("x"), -1); err == nil {
+		t.Fatal("os took a negative offset")
+	}
+}
