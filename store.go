@@ -392,7 +392,12 @@ func (s *Store) sync(p wal.LSN) error {
 		if errors.Is(err, wal.ErrClosed) {
 			return layer.PathError("sync", ".", fs.ErrClosed)
 		}
-		return s.fail(err, nil)
+		s.fail(err, nil)
+		if s.log.Synced() < p {
+			return err
+		}
+		// A later sync failed, but this one's changes reached the disk:
+		// they are acknowledged, and stay.
 	}
 	s.synced(p)
 	return nil

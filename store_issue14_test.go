@@ -647,3 +647,168 @@ func TestIssue13NegativeWriteAt(t *testing.T) {
 		t.Fatal("os took a negative offset")
 	}
 }
+
+// TestIssue14FailedWritesConcurrent: writers racing onto a disk that
+// fills, under SyncAlways: every write acknowledged is there, every write
+// that failed is not, for readers now and after a reopen.
+func TestIssue14FailedWritesConcurrent(t *testing.T) {
+	m := vfstest.NewMemFS()
+	d := &fullDisk{FS: m}
+	s, err := packfs.Open("", &packfs.Options{FS: d, Sync: packfs.SyncAlways, CheckpointBytes: -1})
+	mustDo(t, err)
+	var wg sync.WaitGroup
+	var total atomic.Int64
+	results := make([][]error, 4)
+	for g := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				if total.Add(1) == 80 {
+					d.full.Store(true)
+				}
+				err := s.WriteFile(fmt.Sprintf("g%d-%d", g, i), []byte(fmt.Sprint(g, i)), 0o644)
+				results[g] = append(results[g], err)
+			}
+		}()
+	}
+	wg.Wait()
+	check := func(what string, s *packfs.Store) {
+		var acked, failed int
+		for g, errs := range results {
+			for i, werr := range errs {
+				name := fmt.Sprintf("g%d-%d", g, i)
+				data, err := s.ReadFile(name)
+				switch {
+				case werr == nil && (err != nil || string(data) != fmt.Sprint(g, i)):
+					t.Errorf("%s: %s was acknowledged, but reads %q, %v", what, name, data, err)
+				case werr != nil && !errors.Is(err, fs.ErrNotExist) && what == "now":
+					t.Errorf("%s: %s failed (%v), but reads %q, %v", what, name, werr, data, err)
+				}
+				if werr == nil {
+					acked++
+				} else {
+					failed++
+				}
+			}
+		}
+		if acked == 0 || failed == 0 {
+			t.Fatalf("%d acknowledged, %d failed: the disk filled at the wrong time", acked, failed)
+		}
+	}
+	check("now", s)
+	s.Close()
+	s2, err := packfs.Open("", &packfs.Options{FS: m})
+	mustDo(t, err)
+	defer s2.Close()
+	check("after reopen", s2)
+}
+
+// TestIssue14ClosedStoreFiles: files open when the store closes fail
+// with fs.ErrClosed, reads too.
+func TestIssue14ClosedStoreFiles(t *testing.T) {
+	s, err := packfs.Open("", &packfs.Options{FS: vfstest.NewMemFS()})
+	mustDo(t, err)
+	mustDo(t, s.WriteFile("f", []byte("data"), 0o644))
+	mustDo(t, s.Checkpoint()) // f in a pack
+	mustDo(t, s.WriteFile("g", []byte("data"), 0o644))
+	var files []fs.File
+	for _, n := range []string{"f", "g"} {
+		r, err := s.Open(n)
+		mustDo(t, err)
+		files = append(files, r)
+	}
+	mustDo(t, s.Close())
+	for _, f := range files {
+		if _, err := f.Read(make([]byte, 4)); !errors.Is(err, fs.ErrClosed) {
+			t.Errorf("read after Close: %v", err)
+		}
+		if _, err := f.Stat(); !errors.Is(err, fs.ErrClosed) {
+			t.Errorf("stat after Close: %v", err)
+		}
+		f.Close()
+	}
+}
+
+// TestIssue14UpdateCallbackReads: inside Update's callback, what does not
+// change the store goes on working: reads, snapshots, syncs.
+func TestIssue14UpdateCallbackReads(t *testing.T) {
+	s, err := packfs.Open("", &packfs.Options{FS: vfstest.NewMemFS()})
+	mustDo(t, err)
+	defer s.Close()
+	mustDo(t, s.WriteFile("f", []byte("x"), 0o644))
+	f, err := s.Open("f")
+	mustDo(t, err)
+	defer f.Close()
+	mustDo(t, s.Update(func(tx *packfs.Tx) error {
+		if data, err := s.ReadFile("f"); err != nil || string(data) != "x" {
+			return fmt.Errorf("read: %q, %v", data, err)
+		}
+		if _, err := s.Snapshot(); err != nil {
+			return err
+		}
+		if err := s.Sync(); err != nil {
+			return err
+		}
+		r, err := s.Open("f")
+		if err != nil {
+			return err
+		}
+		r.Close()
+		return tx.WriteFile("t", nil, 0o644)
+	}))
+	if _, err := s.Stat("t"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIssue14FailedUpdateAndCreate: a transaction, or an open that
+// creates, whose log write fails leaves nothing behind either.
+func TestIssue14FailedUpdateAndCreate(t *testing.T) {
+	for _, policy := range []packfs.SyncPolicy{packfs.SyncOnCommit, packfs.SyncAlways} {
+		d := &fullDisk{FS: vfstest.NewMemFS()}
+		s, err := packfs.Open("", &packfs.Options{FS: d, Sync: policy, CheckpointBytes: -1})
+		mustDo(t, err)
+		mustDo(t, s.WriteFile("keep", []byte("k"), 0o644))
+		d.full.Store(true)
+		err = s.Update(func(tx *packfs.Tx) error {
+			if err := tx.WriteFile("u", []byte("u"), 0o644); err != nil {
+				return err
+			}
+			return tx.Rename("keep", "moved")
+		})
+		if !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("policy %d: update on a full disk: %v", policy, err)
+		}
+		for _, n := range []string{"u", "moved"} {
+			if _, err := s.Lstat(n); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("policy %d: %s after a failed update: %v", policy, n, err)
+			}
+		}
+		if data, err := s.ReadFile("keep"); err != nil || string(data) != "k" {
+			t.Errorf("policy %d: keep = %q, %v", policy, data, err)
+		}
+		if f, err := s.OpenFile("c", os.O_RDWR|os.O_CREATE, 0o644); err == nil {
+			f.Close()
+			t.Errorf("policy %d: create after the log failed succeeded", policy)
+		}
+		if _, err := s.Lstat("c"); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("policy %d: c: %v", policy, err)
+		}
+		s.Close()
+	}
+	// An open that creates, meeting the failure itself.
+	d := &fullDisk{FS: vfstest.NewMemFS()}
+	s, err := packfs.Open("", &packfs.Options{FS: d, Sync: packfs.SyncAlways, CheckpointBytes: -1})
+	mustDo(t, err)
+	defer s.Close()
+	d.full.Store(true)
+	if f, err := s.OpenFile("c", os.O_RDWR|os.O_CREATE, 0o644); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("create on a full disk: %v", err)
+	} else if f != nil {
+		t.Fatal("a failed create returned a file")
+	}
+	if _, err := s.Lstat("c"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("c after a failed create: %v", err)
+	}
+}

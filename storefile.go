@@ -103,12 +103,52 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 	return h, nil
 }
 
-func (h *storeFile) Name() string                                 { return h.name }
-func (h *storeFile) Stat() (fs.FileInfo, error)                   { return h.file().Stat() }
-func (h *storeFile) Read(p []byte) (int, error)                   { return h.file().Read(p) }
-func (h *storeFile) ReadAt(p []byte, off int64) (int, error)      { return h.file().ReadAt(p, off) }
-func (h *storeFile) Seek(off int64, whence int) (int64, error)    { return h.file().Seek(off, whence) }
-func (h *storeFile) ReadDir(n int) ([]fs.DirEntry, error)         { return h.file().ReadDir(n) }
+// closed returns fs.ErrClosed once the store is closed: its files fail
+// from then on, reads too, whatever layer they read.
+func (h *storeFile) closed(op string) error {
+	if h.s.shut.Load() {
+		return layer.PathError(op, h.name, fs.ErrClosed)
+	}
+	return nil
+}
+
+func (h *storeFile) Name() string { return h.name }
+
+func (h *storeFile) Stat() (fs.FileInfo, error) {
+	if err := h.closed("stat"); err != nil {
+		return nil, err
+	}
+	return h.file().Stat()
+}
+
+func (h *storeFile) Read(p []byte) (int, error) {
+	if err := h.closed("read"); err != nil {
+		return 0, err
+	}
+	return h.file().Read(p)
+}
+
+func (h *storeFile) ReadAt(p []byte, off int64) (int, error) {
+	if err := h.closed("read"); err != nil {
+		return 0, err
+	}
+	return h.file().ReadAt(p, off)
+}
+
+func (h *storeFile) Seek(off int64, whence int) (int64, error) {
+	if err := h.closed("seek"); err != nil {
+		return 0, err
+	}
+	return h.file().Seek(off, whence)
+}
+
+func (h *storeFile) ReadDir(n int) ([]fs.DirEntry, error) {
+	if err := h.closed("readdir"); err != nil {
+		return nil, err
+	}
+	return h.file().ReadDir(n)
+}
+
 func (h *storeFile) WriteString(s string) (int, error)            { return h.Write([]byte(s)) }
 func (h *storeFile) Write(p []byte) (int, error)                  { return h.write(p, 0, false) }
 func (h *storeFile) WriteAt(p []byte, off int64) (n int, e error) { return h.write(p, off, true) }
