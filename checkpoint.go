@@ -181,6 +181,8 @@ func (s *Store) checkpoint(flatten bool) error {
 	}
 	s.wmu.Unlock()
 
+	s.ckRetry.Store(0) // the next automatic one comes at the limit again
+
 	// 4. Drop what the new manifest no longer needs.
 	err = s.log.Drop(first)
 	removed := false
