@@ -812,3 +812,85 @@ func TestIssue14FailedUpdateAndCreate(t *testing.T) {
 		t.Errorf("c after a failed create: %v", err)
 	}
 }
+
+// TestIssue14FaultSweepWriteInvisible makes each file-system operation of
+// a run of changes fail in turn (vfstest.Faulty): the change that meets
+// the fault fails and is not seen, every change before it is, and every
+// change after it is refused, under each policy.
+func TestIssue14FaultSweepWriteInvisible(t *testing.T) {
+	big := bytes.Repeat([]byte("B"), 1<<20) // fills the log's buffer
+	for _, policy := range []packfs.SyncPolicy{packfs.SyncOnCommit, packfs.SyncAlways} {
+		for k := 0; ; k++ {
+			m := vfstest.NewMemFS()
+			f := vfstest.NewFaulty(m, k)
+			s, err := packfs.Open("", &packfs.Options{FS: f, Sync: policy, CheckpointBytes: -1})
+			if err != nil {
+				continue // the fault hit Open
+			}
+			h, err := s.OpenFile("h", os.O_RDWR|os.O_CREATE, 0o644)
+			if err != nil {
+				s.Close()
+				continue
+			}
+			type change struct {
+				name string
+				want string
+			}
+			var acked []change
+			var failed *change
+			for i := range 12 {
+				c := change{name: fmt.Sprintf("f%d", i), want: fmt.Sprint(i)}
+				var err error
+				switch {
+				case i%4 == 3:
+					c.name, c.want = "h", fmt.Sprintf("h%d", i)
+					_, err = h.WriteAt([]byte(c.want), 0)
+				case i%3 == 2:
+					c.want = string(big)
+					err = s.WriteFile(c.name, big, 0o644)
+				default:
+					err = s.WriteFile(c.name, []byte(c.want), 0o644)
+				}
+				if err != nil {
+					failed = &c
+					break
+				}
+				acked = append(acked, c)
+			}
+			if failed == nil {
+				h.Close()
+				s.Close() // may meet the fault itself
+				if !f.Failed() {
+					break // past the last operation: every k was tried
+				}
+				continue // the fault fell on what the store may absorb
+			}
+			what := fmt.Sprintf("policy %d, fault at %d", policy, k)
+			if failed.name != "h" {
+				if _, err := s.Stat(failed.name); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("%s: %s, whose write failed: %v", what, failed.name, err)
+				}
+			}
+			last := map[string]string{}
+			for _, c := range acked {
+				last[c.name] = c.want
+			}
+			for name, want := range last {
+				if data, err := s.ReadFile(name); err != nil || string(data[:min(len(data), len(want))]) != want {
+					t.Errorf("%s: %s acknowledged, reads %d bytes, %v", what, name, len(data), err)
+				}
+			}
+			if failed.name == "h" {
+				data, _ := s.ReadFile("h")
+				if bytes.HasPrefix(data, []byte(failed.want)) && last["h"] != failed.want {
+					t.Errorf("%s: h shows the write that failed", what)
+				}
+			}
+			if err := s.WriteFile("after", nil, 0o644); err == nil {
+				t.Errorf("%s: a change after the failure succeeded", what)
+			}
+			h.Close()
+			s.Close()
+		}
+	}
+}
