@@ -13,7 +13,7 @@ import (
 // outside the disk: small whole-file writes and small writes through an
 // open file, on a log in memory that never syncs.
 func BenchmarkStoreSmallChanges(b *testing.B) {
-	s, err := packfs.Open("", &packfs.Options{FS: vfstest.NewMemFS(), Sync: packfs.SyncNone, CheckpointBytes: 1 << 20})
+	s, err := packfs.Open("", &packfs.Options{FS: vfstest.NewMemFS(), Sync: packfs.SyncNone, CheckpointBytes: -1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"runtime"
 
 	"github.com/packfs/packfs/layer"
+	"github.com/packfs/packfs/layer/mem"
 	"github.com/packfs/packfs/wal"
 )
 
@@ -36,7 +37,12 @@ type undoPoint struct {
 // undoPoint returns the live tree's state now; s.wmu is held.
 func (s *Store) undoPoint() undoPoint {
 	u := s.live.Load()
-	top, _ := snapshotOf(u.upper)
+	var top fs.FS
+	if m, ok := u.upper.(*mem.FS); ok {
+		top = m.Snapshot() // without snapshotOf's reflection: every change pays it
+	} else {
+		top, _ = snapshotOf(u.upper)
+	}
 	return undoPoint{top: top, lowers: u.layers[1:]}
 }
 
