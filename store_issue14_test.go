@@ -894,3 +894,28 @@ func TestIssue14FaultSweepWriteInvisible(t *testing.T) {
 		}
 	}
 }
+
+// TestIssue14UpdatePanicReentry: a callback that panics leaves no trace
+// of having run: changes from any goroutine work afterwards, and a
+// change made inside before the panic is refused as usual.
+func TestIssue14UpdatePanicReentry(t *testing.T) {
+	s, err := packfs.Open("", &packfs.Options{FS: vfstest.NewMemFS()})
+	mustDo(t, err)
+	defer s.Close()
+	var inner error
+	func() {
+		defer func() { recover() }()
+		s.Update(func(tx *packfs.Tx) error {
+			inner = s.WriteFile("inside", nil, 0o644)
+			panic("give up")
+		})
+	}()
+	if !errors.Is(inner, packfs.ErrInTransaction) {
+		t.Fatalf("change inside the callback: %v", inner)
+	}
+	mustDo(t, s.WriteFile("after", nil, 0o644))
+	mustDo(t, s.Update(func(tx *packfs.Tx) error { return tx.WriteFile("tx", nil, 0o644) }))
+	if _, err := s.Stat("inside"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("inside: %v", err)
+	}
+}
