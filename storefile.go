@@ -143,7 +143,7 @@ func (h *storeFile) Seek(off int64, whence int) (int64, error) {
 }
 
 func (h *storeFile) ReadDir(n int) ([]fs.DirEntry, error) {
-	if err := h.closed("readdir"); err != nil {
+	if err := h.closed("readdirent"); err != nil { // os's name for it
 		return nil, err
 	}
 	return h.file().ReadDir(n)
