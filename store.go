@@ -354,13 +354,13 @@ func (s *Store) tick() int64 {
 // pre before it; s.wmu is held. If the log fails, the change is undone
 // for every reader (see fail).
 func (s *Store) logOp(o *op, pre undoPoint) (wal.LSN, error) {
-	e := o.encode(nil)
-	p, err := s.log.Append(e)
+	es := o.entries()
+	p, err := s.log.Append(es...)
 	if err != nil {
 		return 0, s.fail(err, &pre)
 	}
 	if s.tail != nil {
-		s.tail = append(s.tail, e)
+		s.tail = append(s.tail, es...)
 	}
 	if s.opts.Sync == SyncAlways {
 		s.awaitSync(p, pre)

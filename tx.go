@@ -86,7 +86,7 @@ func (s *Store) update(fn func(tx *Tx) error) (wal.LSN, error) {
 	if len(tx.ops) == 0 {
 		return 0, nil
 	}
-	entries := make([][]byte, len(tx.ops))
+	entries := make([][]byte, 0, len(tx.ops))
 	pre := undoPoint{top: snap.layers[0], lowers: snap.layers[1:]}
 	s.frozen.Store(snap) // readers see the state before the transaction
 	s.applying.Add(1)
@@ -103,9 +103,10 @@ func (s *Store) update(fn func(tx *Tx) error) (wal.LSN, error) {
 			// if not, memory and log disagree, and only a reopen mends it.
 			return 0, s.breakAt(fmt.Errorf("packfs: transaction change %d of %d does not apply to the store: %w", i+1, len(tx.ops), err), pre)
 		}
-		entries[i] = o.encode(nil)
+		es := o.entries()
+		entries = append(entries, es...)
 		if s.tail != nil {
-			s.tail = append(s.tail, entries[i])
+			s.tail = append(s.tail, es...)
 		}
 	}
 	p, err := s.log.Append(entries...)
