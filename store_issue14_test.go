@@ -919,3 +919,47 @@ func TestIssue14UpdatePanicReentry(t *testing.T) {
 		t.Fatalf("inside: %v", err)
 	}
 }
+
+// TestIssue14SelfRenameBesideWriter: renames of a file onto itself, by
+// aliases, racing with writes through a handle of it and with
+// checkpoints: after a reopen the file holds every write.
+func TestIssue14SelfRenameBesideWriter(t *testing.T) {
+	m := vfstest.NewMemFS()
+	s, err := packfs.Open("", &packfs.Options{FS: m, CheckpointBytes: 2 << 10, MaxPacks: 2})
+	mustDo(t, err)
+	mustDo(t, s.Mkdir("d", 0o755))
+	mustDo(t, s.Symlink(".", "self"))
+	mustDo(t, s.Symlink("d", "ld"))
+	f, err := s.OpenFile("d/f", os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	mustDo(t, err)
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		aliases := [][2]string{{"d/f", "d/f"}, {"d/f", "ld/f"}, {"self/ld/f", "d/f"}, {"d", "self/d"}, {"ld/f", "self/self/d/f"}}
+		for i := 0; !stop.Load(); i++ {
+			a := aliases[i%len(aliases)]
+			if err := s.Rename(a[0], a[1]); err != nil {
+				t.Errorf("rename %s %s: %v", a[0], a[1], err)
+				return
+			}
+		}
+	}()
+	var want bytes.Buffer
+	for i := range 300 {
+		line := fmt.Sprintf("<%d>", i)
+		want.WriteString(line)
+		if _, err := f.Write([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	mustDo(t, f.Sync())
+	f.Close()
+	s = reopenMem(t, s, m)
+	if data, err := s.ReadFile("d/f"); err != nil || string(data) != want.String() {
+		t.Fatalf("d/f after reopen: %d bytes, %v; want %d", len(data), err, want.Len())
+	}
+}
