@@ -113,7 +113,7 @@ type Store struct {
 	unsynced []undoPoint
 	// shut is set by Close: reads fail with fs.ErrClosed from then on.
 	shut atomic.Bool
-	// inCallback is set while an Update's callback runs; see lock.
+	// inCallback is set while an Update's callback runs; see lockChange.
 	inCallback atomic.Bool
 
 	live atomic.Pointer[FS] // the union changes apply to

@@ -135,9 +135,9 @@ func (s *Store) fallBack(pre undoPoint) {
 	}
 }
 
-// lockChange takes s.wmu for a change. A change made inside the callback of an
-// Update of this store would wait for the transaction, which waits for
-// the callback: it fails with ErrInTransaction instead.
+// lockChange takes s.wmu for a change. A change made inside the callback
+// of an Update of this store would wait for the transaction, which waits
+// for the callback: it fails with ErrInTransaction instead.
 //
 // Telling the callback's goroutine apart from others needs no goroutine
 // ids: only while a callback runs (s.inCallback) does a change that finds
