@@ -639,12 +639,20 @@ func TestIssue13NegativeWriteAt(t *testing.T) {
 	if data, _ := s.ReadFile("f"); string(data) != "ab" {
 		t.Errorf("after reopen f = %q", data)
 	}
-	// os agrees.
-	o, err := os.Create(t.TempDir() + "/f")
-	mustDo(t, err)
-	defer o.Close()
-	if _, err := o.WriteAt([]byte("x"), -1); err == nil {
-		t.Fatal("os took a negative offset")
+	// The errors are os's.
+	dir := t.TempDir()
+	for _, flag := range []int{os.O_RDWR, os.O_WRONLY | os.O_APPEND} {
+		o, err := os.OpenFile(dir+"/f", flag|os.O_CREATE, 0o644)
+		mustDo(t, err)
+		_, oerr := o.WriteAt([]byte("x"), -1)
+		o.Close()
+		f, err := s.OpenFile("f", flag, 0)
+		mustDo(t, err)
+		_, serr := f.WriteAt([]byte("x"), -1)
+		f.Close()
+		if oerr == nil || serr == nil || strings.ReplaceAll(oerr.Error(), dir+"/", "") != serr.Error() {
+			t.Errorf("flag %#x: WriteAt(-1) gives %v, os %v", flag, serr, oerr)
+		}
 	}
 }
 
