@@ -1026,3 +1026,44 @@ func TestIssue14CheckpointRetriedTmpfs(t *testing.T) {
 		}
 	}
 }
+
+// TestIssue14ManifestFailureGoesOn: a checkpoint whose manifest cannot be
+// written leaves the store working over its old packs; the next
+// checkpoint takes a new pack name, and a reopen finds every change.
+func TestIssue14ManifestFailureGoesOn(t *testing.T) {
+	m := vfstest.NewMemFS()
+	d := &fullDisk{FS: m, creating: true, spare: func(name string) bool { return !strings.HasPrefix(name, "MANIFEST") }}
+	s, err := packfs.Open("", &packfs.Options{FS: d, CheckpointBytes: -1})
+	mustDo(t, err)
+	mustDo(t, s.WriteFile("a", []byte("a"), 0o644))
+	mustDo(t, s.Checkpoint())
+	mustDo(t, s.WriteFile("b", []byte("b"), 0o644))
+	d.full.Store(true)
+	if err := s.Checkpoint(); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("checkpoint without room for a manifest: %v", err)
+	}
+	mustDo(t, s.WriteFile("c", []byte("c"), 0o644))
+	mustDo(t, s.Sync())
+	d.full.Store(false)
+	mustDo(t, s.WriteFile("d", []byte("d"), 0o644))
+	mustDo(t, s.Checkpoint())
+	mustDo(t, s.WriteFile("e", []byte("e"), 0o644))
+	mustDo(t, s.Close())
+	s2, err := packfs.Open("", &packfs.Options{FS: m})
+	mustDo(t, err)
+	defer s2.Close()
+	for _, n := range []string{"a", "b", "c", "d", "e"} {
+		if data, err := s2.ReadFile(n); err != nil || string(data) != n {
+			t.Errorf("%s after reopen: %q, %v", n, data, err)
+		}
+	}
+	packs := 0
+	for _, n := range m.Files() {
+		if strings.HasSuffix(n, ".pack") {
+			packs++
+		}
+	}
+	if packs != 2 {
+		t.Errorf("%d packs after reopen, want the 2 the manifest lists: %v", packs, m.Files())
+	}
+}
