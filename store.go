@@ -571,7 +571,8 @@ func (s *Store) release() {
 // Snapshot returns the store's current tree as an immutable fs.FS, in
 // O(1). It stays readable until the store is closed or, when a flatten
 // has replaced the packs it reads, until the flatten after that one; then
-// its reads fail with fs.ErrClosed.
+// its reads fail with fs.ErrClosed. Snapshot of a closed store fails with
+// fs.ErrClosed; after the log failed, it is the state readers fall back to.
 func (s *Store) Snapshot() (*FS, error) {
 	if s.shut.Load() {
 		return nil, layer.PathError("snapshot", ".", fs.ErrClosed)
