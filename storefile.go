@@ -80,7 +80,11 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 	p := canonical(u, name, !excl && flag&noFollow == 0)
 	o := op{kind: opOpen, path: name, a: int64(flag&(os.O_CREATE|os.O_EXCL|os.O_TRUNC|noFollow) | os.O_WRONLY), b: int64(perm)}
 	o.time = s.tick()
-	pre := s.undoPoint()
+	logged := flag&(os.O_CREATE|os.O_TRUNC) != 0
+	var pre undoPoint
+	if logged {
+		pre = s.undoPoint()
+	}
 	f, err := u.OpenFile(name, flag, perm)
 	if err != nil {
 		s.wmu.Unlock()
@@ -92,7 +96,7 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 	s.handles[h] = struct{}{}
 	s.hmu.Unlock()
 	var lsn wal.LSN
-	if flag&(os.O_CREATE|os.O_TRUNC) != 0 {
+	if logged {
 		lsn, err = s.logOp(&o, pre)
 	}
 	s.wmu.Unlock()
