@@ -1,7 +1,6 @@
 package packfs
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -16,6 +15,10 @@ import (
 // and opaque directories, so it stacks like an image layer. Readers and
 // writers go on meanwhile; a crash at any point leaves the store as it
 // was before or as it is after.
+//
+// A checkpoint that fails (a full disk, say) changes nothing the store
+// relies on: the log still holds every change, so the store goes on and
+// a later checkpoint tries again.
 func (s *Store) Checkpoint() error { return s.checkpoint(false) }
 
 // Flatten is a checkpoint that writes the whole tree, every pack's
@@ -24,9 +27,10 @@ func (s *Store) Checkpoint() error { return s.checkpoint(false) }
 func (s *Store) Flatten() error { return s.checkpoint(true) }
 
 // maybeCheckpoint starts a background checkpoint once the log has passed
-// the size limit.
+// the size limit. After one failed, the next waits until the log has
+// grown by another quarter of the limit: a full disk is not hammered.
 func (s *Store) maybeCheckpoint() {
-	if s.limit < 0 || s.log.Size() < s.limit || !s.ckAuto.CompareAndSwap(false, true) {
+	if s.limit < 0 || s.log.Size() < max(s.limit, s.ckRetry.Load()) || !s.ckAuto.CompareAndSwap(false, true) {
 		return
 	}
 	s.wmu.Lock()
@@ -41,9 +45,10 @@ func (s *Store) maybeCheckpoint() {
 	go func() {
 		defer s.bg.Done()
 		defer s.ckAuto.Store(false)
-		if err := s.checkpoint(flatten); err != nil && !errors.Is(err, fs.ErrClosed) {
-			err = fmt.Errorf("packfs: background checkpoint: %w", err)
-			s.bgErr.Store(&err)
+		// A failure the log did not cause is retried later; one it did
+		// is the store's sticky error, which every change reports.
+		if err := s.checkpoint(flatten); err != nil {
+			s.ckRetry.Store(s.log.Size() + max(s.limit/4, 1))
 		}
 	}()
 }
@@ -56,6 +61,10 @@ func (s *Store) maxPacks() int {
 }
 
 func (s *Store) checkpoint(flatten bool) error {
+	if s.inCallback.Load() && withinCallback() {
+		// It would wait for the transaction, which waits for it.
+		return reentered("checkpoint", ".")
+	}
 	s.ckMu.Lock()
 	defer s.ckMu.Unlock()
 
@@ -68,9 +77,12 @@ func (s *Store) checkpoint(flatten bool) error {
 	}
 	first, err := s.log.Rotate()
 	if err != nil {
-		s.err = err
 		s.wmu.Unlock()
-		return err
+		if s.log.SyncAll() != nil {
+			return s.fail(err, nil) // the log failed, for good
+		}
+		// No new segment (a full disk): the log goes on in the old one.
+		return fmt.Errorf("packfs: checkpoint: %w", err)
 	}
 	snap, err := s.live.Load().Snapshot()
 	if err != nil {
@@ -116,16 +128,22 @@ func (s *Store) checkpoint(flatten bool) error {
 	if err := writeManifest(s.dir, next); err != nil {
 		// The manifest may or may not have reached the disk: the new
 		// pack must stay, and only a reopen knows which state is live.
+		// The log still holds every change either way, so the store
+		// goes on over its old packs; the next checkpoint takes a new
+		// generation, never this one's pack's name.
 		p.close()
 		s.wmu.Lock()
 		s.tail = nil
-		s.err = fmt.Errorf("packfs: checkpoint: %w", err)
+		s.man.gen = next.gen
 		s.wmu.Unlock()
-		return s.err
+		return fmt.Errorf("packfs: checkpoint: %w", err)
 	}
 
 	// 3. Under the writers' lock again: a fresh upper layer over the new
-	// packs, with the changes made since step 1 applied to it.
+	// packs, with the changes made since step 1 applied to it, and the
+	// open files moved to it. Only then is it published: a reader sees
+	// the old union or the new one whole, never one whose files are
+	// still being copied up for a writer that moves.
 	s.wmu.Lock()
 	old := s.packs
 	s.man, s.packs = next, keep
@@ -143,15 +161,15 @@ func (s *Store) checkpoint(flatten bool) error {
 	}
 	s.tail = nil
 	if rerr != nil {
-		s.err = fmt.Errorf("packfs: checkpoint: a change does not apply over the new pack: %w", rerr)
+		err := s.breakAt(fmt.Errorf("packfs: checkpoint: a change does not apply over the new pack: %w", rerr), s.undoPoint())
 		s.wmu.Unlock()
-		return s.err
+		return err
 	}
-	s.live.Store(u)
 	s.hmu.Lock()
 	for h := range s.handles {
 		h.moveTo(u)
 	}
+	s.live.Store(u)
 	s.hmu.Unlock()
 	var drop []*openPack
 	if flatten {
@@ -162,6 +180,8 @@ func (s *Store) checkpoint(flatten bool) error {
 		s.retired = [2][]*openPack{s.retired[1], old} // snapshots may still read them
 	}
 	s.wmu.Unlock()
+
+	s.ckRetry.Store(0) // the next automatic one comes at the limit again
 
 	// 4. Drop what the new manifest no longer needs.
 	err = s.log.Drop(first)

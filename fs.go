@@ -86,6 +86,19 @@
 // segments and packs it named removed) starts again, so that it returns a
 // state the writer made whole.
 //
+// A change that fails leaves the tree as it was. When the log's write or
+// sync fails (a full disk), every change whose call returns the failure
+// is undone: readers, snapshots and open files see from then on the state
+// before the first of them, and every later change fails; the store must
+// be reopened. Changes already acknowledged stay in view, as written data
+// stays in Linux's page cache after a failed fsync, though under
+// SyncOnCommit a reopen loses those no sync had made durable. A
+// checkpoint that fails costs nothing the log does not hold: the store
+// goes on, and a later checkpoint tries again. Names Linux refuses (a NUL
+// byte, an element past 255 bytes, a path of 4,096 bytes or more) are
+// refused before they are logged, with EINVAL or ENAMETOOLONG. Every
+// method of a closed store fails with fs.ErrClosed.
+//
 // # Packages
 //
 //   - [github.com/packfs/packfs/layer]: the contract every layer meets (the

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"time"
+
+	"github.com/packfs/packfs/wal"
 )
 
 // opKind names a change the durable store logs. The log holds changes,
@@ -55,6 +57,32 @@ func (o *op) encode(buf []byte) []byte {
 	buf = binary.AppendVarint(buf, o.c)
 	buf = binary.AppendUvarint(buf, uint64(len(o.data)))
 	return append(buf, o.data...)
+}
+
+// maxChunk bounds the data of one entry of the log, below wal.MaxEntry
+// with room for the rest of the record (paths are under 4,096 bytes). A
+// variable, so that a test can make it small.
+var maxChunk = wal.MaxEntry - 1<<16
+
+// entries encodes the op as entries of the log, one unit: a write of more
+// than maxChunk bytes becomes its first chunk and writes at the offsets
+// of the others, which replay to the same file, with the same clock.
+func (o *op) entries() [][]byte {
+	if len(o.data) <= maxChunk || o.kind != opWriteFile && o.kind != opWriteAt {
+		return [][]byte{o.encode(nil)}
+	}
+	first := *o
+	first.data = o.data[:maxChunk]
+	es := [][]byte{first.encode(nil)}
+	base := int64(0)
+	if o.kind == opWriteAt {
+		base = o.a
+	}
+	for off := maxChunk; off < len(o.data); off += maxChunk {
+		c := op{kind: opWriteAt, time: o.time, path: o.path, a: base + int64(off), data: o.data[off:min(off+maxChunk, len(o.data))]}
+		es = append(es, c.encode(nil))
+	}
+	return es
 }
 
 var errBadOp = errors.New("malformed change record")

@@ -97,9 +97,26 @@ type Store struct {
 	hmu     sync.Mutex
 	handles map[*storeFile]struct{}
 	tail    [][]byte // changes logged while a checkpoint runs; nil: none runs
-	err     error    // sticky: the log failed, the store refuses changes
 	closing bool     // Close has begun: no new background checkpoint
 	closed  bool
+
+	// broken is sticky: the log failed (or memory and log disagree), and
+	// the store refuses changes. It is read without locks, so that Sync
+	// and a change inside an Update's callback need none.
+	broken atomic.Pointer[error]
+	// fallback, once the log failed, is the tree readers see in place of
+	// the live one: the state before the first change the failure cost
+	// (see fail). nil: the log is well.
+	fallback atomic.Pointer[FS]
+	// unsynced holds, oldest first, the changes logged whose callers wait
+	// for a sync to acknowledge them, with the state before each: if the
+	// sync fails, the oldest is where readers go back to. Guarded by umu.
+	umu      sync.Mutex
+	unsynced []undoPoint
+	// shut is set by Close: reads fail with fs.ErrClosed from then on.
+	shut atomic.Bool
+	// inCallback is set while an Update's callback runs; see lockChange.
+	inCallback atomic.Bool
 
 	live atomic.Pointer[FS] // the union changes apply to
 	// frozen, while a transaction's changes apply to live one by one, is
@@ -117,8 +134,10 @@ type Store struct {
 
 	ckMu   sync.Mutex // one checkpoint at a time
 	ckAuto atomic.Bool
-	bg     sync.WaitGroup
-	bgErr  atomic.Pointer[error]
+	// ckRetry, after a background checkpoint failed, is the log size at
+	// which the next one is tried; 0: none failed.
+	ckRetry atomic.Int64
+	bg      sync.WaitGroup
 }
 
 // openPack is a pack of the store, open for reading.
@@ -417,8 +436,14 @@ func (s *Store) usable(op, name string) error {
 		return layer.PathError(op, name, fs.ErrClosed)
 	case s.opts.ReadOnly:
 		return layer.PathError(op, name, syscall.EROFS)
-	case s.err != nil:
-		return s.err
+	}
+	return s.failure()
+}
+
+// failure returns the sticky error, or nil.
+func (s *Store) failure() error {
+	if e := s.broken.Load(); e != nil {
+		return *e
 	}
 	return nil
 }
@@ -429,18 +454,22 @@ func (s *Store) tick() int64 {
 	return s.now.UnixNano()
 }
 
-// logOp appends a change already applied to the live union; s.wmu is
-// held.
-func (s *Store) logOp(o *op) (wal.LSN, error) {
-	e := o.encode(nil)
-	if s.tail != nil {
-		s.tail = append(s.tail, e)
-	}
-	p, err := s.log.Append(e)
+// logOp appends a change already applied to the live union, which was
+// pre before it; s.wmu is held. If the log fails, the change is undone
+// for every reader (see fail).
+func (s *Store) logOp(o *op, pre undoPoint) (wal.LSN, error) {
+	es := o.entries()
+	p, err := s.log.Append(es...)
 	if err != nil {
-		s.err = err
+		return 0, s.fail(err, &pre)
 	}
-	return p, err
+	if s.tail != nil {
+		s.tail = append(s.tail, es...)
+	}
+	if s.opts.Sync == SyncAlways {
+		s.awaitSync(p, pre)
+	}
+	return p, nil
 }
 
 // done finishes a change logged at p: it waits for the disk as the policy
@@ -462,7 +491,21 @@ func (s *Store) done(p wal.LSN, err error) error {
 // the log reach it within microseconds, where a sync takes hundreds: the
 // committer that syncs for everyone lets them in first (gather), so that
 // they share its fdatasync rather than wait for it and need their own.
-func (s *Store) sync(p wal.LSN) error { return s.log.Sync(p) }
+func (s *Store) sync(p wal.LSN) error {
+	if err := s.log.Sync(p); err != nil {
+		if errors.Is(err, wal.ErrClosed) {
+			return layer.PathError("sync", ".", fs.ErrClosed)
+		}
+		s.fail(err, nil)
+		if s.log.Synced() < p {
+			return err
+		}
+		// A later sync failed, but this one's changes reached the disk:
+		// they are acknowledged, and stay.
+	}
+	s.synced(p)
+	return nil
+}
 
 // gather is the log's Gather: the committer that is about to sync for
 // everyone waits, a bounded moment, for the commits on their way.
@@ -488,21 +531,33 @@ func (s *Store) logChange(o op, opName string) (wal.LSN, error) {
 		s.inflight.Add(1)
 		defer s.inflight.Add(-1)
 	}
-	s.wmu.Lock()
+	if err := checkOp(o, opName); err != nil {
+		return 0, err
+	}
+	if err := s.lockChange(opName, o.path); err != nil {
+		return 0, err
+	}
 	defer s.wmu.Unlock()
 	if err := s.usable(opName, o.path); err != nil {
 		return 0, err
 	}
 	o.time = s.tick()
+	pre := s.undoPoint()
 	if err := s.applyLive(o); err != nil {
 		return 0, err
 	}
-	return s.logOp(&o)
+	return s.logOp(&o, pre)
 }
 
 // applyLive applies o to the live union, and keeps the names of open
 // handles right: a rename moves them, a removal leaves them nameless.
 // s.wmu is held.
+//
+// The names the change affects are resolved before it, as the kernel
+// resolves them: a rename's source and destination, each to the entry
+// it names. Every handle's new name then follows from its old one in one
+// step (see nameAfter), so that a rename of an entry onto itself, by
+// whatever alias, changes no name.
 func (s *Store) applyLive(o op) error {
 	u := s.live.Load()
 	var from, to string
@@ -524,19 +579,28 @@ func (s *Store) applyLive(o op) error {
 	}
 	if track {
 		for h := range s.handles {
-			switch {
-			case h.path == "":
-			case o.kind == opRename && within(h.path, to):
-				h.path = ""
-			case o.kind == opRemove && h.path == from, o.kind == opRemoveAll && within(h.path, from):
-				h.path = ""
-			}
-			if o.kind == opRename && h.path != "" && within(h.path, from) {
-				h.path = to + h.path[len(from):]
-			}
+			h.path = nameAfter(h.path, o.kind, from, to)
 		}
 	}
 	return nil
+}
+
+// nameAfter returns the name that the file named p has after a change of
+// kind that removed from, or renamed from to to (both resolved before the
+// change): "" once it has none.
+func nameAfter(p string, kind opKind, from, to string) string {
+	switch {
+	case p == "":
+	case kind == opRename && from == to:
+		// The same entry: rename(2) succeeds and changes nothing.
+	case kind == opRename && within(p, from):
+		return to + p[len(from):]
+	case kind == opRename && within(p, to):
+		return "" // replaced
+	case kind == opRemove && p == from, kind == opRemoveAll && within(p, from):
+		return ""
+	}
+	return p
 }
 
 // canonical returns the union's own name for name: its symlinks resolved
@@ -548,31 +612,29 @@ func canonical(u *FS, name string, follow bool) string {
 	return path.Clean(name)
 }
 
-// Sync makes every change so far durable.
+// Sync makes every change so far durable. A background checkpoint that
+// failed does not fail it: the log holds the changes, and the checkpoint
+// is tried again later.
 func (s *Store) Sync() error {
-	s.wmu.Lock()
-	err := s.err
-	closed := s.closed
-	s.wmu.Unlock()
-	switch {
-	case closed:
-		return fs.ErrClosed
+	switch err := s.failure(); {
+	case s.shut.Load():
+		return layer.PathError("sync", ".", fs.ErrClosed)
 	case err != nil:
 		return err
 	case s.opts.ReadOnly:
 		return nil
 	}
-	if e := s.bgErr.Load(); e != nil {
-		return *e
-	}
-	return s.log.SyncAll()
+	return s.sync(s.log.End())
 }
 
 // Close waits for a running checkpoint, makes every change durable and
-// closes the store. Files still open fail from then on; snapshots taken
-// from the store stay readable until Close.
+// closes the store. Files still open fail from then on, and so does
+// every method of the store; snapshots taken from the store stay
+// readable until Close.
 func (s *Store) Close() error {
-	s.wmu.Lock()
+	if err := s.lockChange("close", "."); err != nil {
+		return err
+	}
 	s.closing = true
 	s.wmu.Unlock()
 	s.bg.Wait()
@@ -581,12 +643,13 @@ func (s *Store) Close() error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if s.closed {
-		return fs.ErrClosed
+		return layer.PathError("close", ".", fs.ErrClosed)
 	}
 	s.closed = true
+	s.shut.Store(true)
 	err := s.log.Close()
-	if e := s.bgErr.Load(); e != nil && err == nil {
-		err = *e
+	if ferr := s.failure(); ferr != nil {
+		err = ferr
 	}
 	s.release()
 	return err
@@ -612,8 +675,15 @@ func (s *Store) release() {
 // Snapshot returns the store's current tree as an immutable fs.FS, in
 // O(1). It stays readable until the store is closed or, when a flatten
 // has replaced the packs it reads, until the flatten after that one; then
-// its reads fail with fs.ErrClosed.
+// its reads fail with fs.ErrClosed. Snapshot of a closed store fails with
+// fs.ErrClosed; after the log failed, it is the state readers fall back to.
 func (s *Store) Snapshot() (*FS, error) {
+	if s.shut.Load() {
+		return nil, layer.PathError("snapshot", ".", fs.ErrClosed)
+	}
+	if f := s.fallback.Load(); f != nil {
+		return f, nil // immutable
+	}
 	for {
 		q := s.applying.Load()
 		if q%2 == 1 {
@@ -629,26 +699,84 @@ func (s *Store) Snapshot() (*FS, error) {
 	}
 }
 
-// view returns the union readers see.
-func (s *Store) view() *FS {
-	if f := s.frozen.Load(); f != nil {
-		return f
+// view returns the union readers see, or fs.ErrClosed once the store is
+// closed.
+func (s *Store) view(op, name string) (*FS, error) {
+	if s.shut.Load() {
+		return nil, layer.PathError(op, name, fs.ErrClosed)
 	}
-	return s.live.Load()
+	if f := s.fallback.Load(); f != nil {
+		return f, nil
+	}
+	if f := s.frozen.Load(); f != nil {
+		return f, nil
+	}
+	return s.live.Load(), nil
 }
 
 // Reading: straight to the union, without waiting for writers.
 
-func (s *Store) Open(name string) (fs.File, error)          { return s.OpenFile(name, os.O_RDONLY, 0) }
-func (s *Store) Stat(name string) (fs.FileInfo, error)      { return s.view().Stat(name) }
-func (s *Store) Lstat(name string) (fs.FileInfo, error)     { return s.view().Lstat(name) }
-func (s *Store) ReadDir(name string) ([]fs.DirEntry, error) { return s.view().ReadDir(name) }
-func (s *Store) ReadFile(name string) ([]byte, error)       { return s.view().ReadFile(name) }
-func (s *Store) ReadLink(name string) (string, error)       { return s.view().ReadLink(name) }
-func (s *Store) Readlink(name string) (string, error)       { return s.view().Readlink(name) }
-func (s *Store) Glob(pattern string) ([]string, error)      { return fs.Glob(s.view(), pattern) }
-func (s *Store) Sub(dir string) (fs.FS, error)              { return fs.Sub(s.view(), dir) }
-func (s *Store) Whiteout(name string) error                 { return layer.Unsupported("whiteout", name) }
+func (s *Store) Open(name string) (fs.File, error) { return s.OpenFile(name, os.O_RDONLY, 0) }
+
+func (s *Store) Stat(name string) (fs.FileInfo, error) {
+	u, err := s.view("stat", name)
+	if err != nil {
+		return nil, err
+	}
+	return u.Stat(name)
+}
+
+func (s *Store) Lstat(name string) (fs.FileInfo, error) {
+	u, err := s.view("lstat", name)
+	if err != nil {
+		return nil, err
+	}
+	return u.Lstat(name)
+}
+
+func (s *Store) ReadDir(name string) ([]fs.DirEntry, error) {
+	u, err := s.view("readdir", name)
+	if err != nil {
+		return nil, err
+	}
+	return u.ReadDir(name)
+}
+
+func (s *Store) ReadFile(name string) ([]byte, error) {
+	u, err := s.view("open", name)
+	if err != nil {
+		return nil, err
+	}
+	return u.ReadFile(name)
+}
+
+func (s *Store) ReadLink(name string) (string, error) {
+	u, err := s.view("readlink", name)
+	if err != nil {
+		return "", err
+	}
+	return u.ReadLink(name)
+}
+
+func (s *Store) Readlink(name string) (string, error) { return s.ReadLink(name) }
+
+func (s *Store) Glob(pattern string) ([]string, error) {
+	u, err := s.view("glob", pattern)
+	if err != nil {
+		return nil, err
+	}
+	return fs.Glob(u, pattern)
+}
+
+func (s *Store) Sub(dir string) (fs.FS, error) {
+	u, err := s.view("sub", dir)
+	if err != nil {
+		return nil, err
+	}
+	return fs.Sub(u, dir)
+}
+
+func (s *Store) Whiteout(name string) error { return layer.Unsupported("whiteout", name) }
 func (s *Store) Create(name string) (layer.File, error) {
 	return s.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
 }

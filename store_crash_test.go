@@ -18,7 +18,9 @@ import (
 // crashWorkload runs a fixed, pseudo-random workload of at least 1,000
 // changes on s: single changes, transactions of 2 to 8 (some failing on
 // purpose, which must leave nothing), writes through open files,
-// checkpoints and a flatten. After each unit that can reach the log (a
+// checkpoints and flattens, some while files are open for writing, and
+// renames of names onto themselves, directly and through symlinks (self
+// -> ".", ld -> "d"). After each unit that can reach the log (a
 // change or a transaction) it calls unit(); after each point that
 // acknowledges durability (Sync, a committed transaction, Close of the
 // store) it calls ack(). It stops at the first error that the workload did
@@ -37,7 +39,13 @@ func crashWorkload(s *packfs.Store, unit, ack func()) error {
 	pick := func() change {
 		n, m := name(), name()
 		data := []byte(strings.Repeat(n, 1+r.IntN(40)))
-		switch r.IntN(8) {
+		switch r.IntN(10) {
+		case 8: // onto itself, by the same name or an alias
+			alias := []string{n, "self/" + n, "self/self/" + n}[r.IntN(3)]
+			return func(w writer) error { return w.Rename(n, alias) }
+		case 9: // through a symlink to a directory
+			base := n[strings.LastIndexByte(n, '/')+1:]
+			return func(w writer) error { return w.Rename("ld/"+base, []string{"d/" + base, "ld/" + base, m}[r.IntN(3)]) }
 		case 0:
 			return func(w writer) error { return w.Mkdir(n, 0o755) }
 		case 1:
@@ -55,6 +63,13 @@ func crashWorkload(s *packfs.Store, unit, ack func()) error {
 	ops := 0
 	for _, d := range []string{"d", "d/e", "f"} {
 		if err := s.Mkdir(d, 0o755); err != nil {
+			return err
+		}
+		unit()
+		ops++
+	}
+	for _, l := range [][2]string{{".", "self"}, {"d", "ld"}} {
+		if err := s.Symlink(l[0], l[1]); err != nil {
 			return err
 		}
 		unit()
@@ -111,6 +126,26 @@ func crashWorkload(s *packfs.Store, unit, ack func()) error {
 				}
 				unit()
 				ops++
+				// Between writes: the open file renamed onto itself, or
+				// the store checkpointed or flattened under it.
+				var err error
+				switch r.IntN(24) {
+				case 0, 1, 2:
+					if err = s.Rename(n, "self/"+n); !expected(err) {
+						break
+					}
+					unit()
+					ops++
+					err = nil
+				case 3:
+					err = s.Flatten()
+				case 4:
+					err = s.Checkpoint()
+				}
+				if err != nil {
+					f.Close()
+					return err
+				}
 			}
 			if r.IntN(2) == 0 {
 				if err := f.Truncate(int64(r.IntN(8))); err != nil {

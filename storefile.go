@@ -1,6 +1,7 @@
 package packfs
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -35,7 +36,11 @@ func (h *storeFile) file() layer.File { return h.f.Load().File }
 // logged when it creates or truncates.
 func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, error) {
 	if flag&writeFlags == 0 {
-		f, err := s.view().OpenFile(name, flag, perm)
+		u, err := s.view("open", name)
+		if err != nil {
+			return nil, err
+		}
+		f, err := u.OpenFile(name, flag, perm)
 		if err != nil {
 			return nil, err
 		}
@@ -58,7 +63,14 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 		s.hmu.Unlock()
 		return h, nil
 	}
-	s.wmu.Lock()
+	if flag&os.O_CREATE != 0 {
+		if err := checkName("open", name); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.lockChange("open", name); err != nil {
+		return nil, err
+	}
 	if err := s.usable("open", name); err != nil {
 		s.wmu.Unlock()
 		return nil, err
@@ -68,6 +80,11 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 	p := canonical(u, name, !excl && flag&noFollow == 0)
 	o := op{kind: opOpen, path: name, a: int64(flag&(os.O_CREATE|os.O_EXCL|os.O_TRUNC|noFollow) | os.O_WRONLY), b: int64(perm)}
 	o.time = s.tick()
+	logged := flag&(os.O_CREATE|os.O_TRUNC) != 0
+	var pre undoPoint
+	if logged {
+		pre = s.undoPoint()
+	}
 	f, err := u.OpenFile(name, flag, perm)
 	if err != nil {
 		s.wmu.Unlock()
@@ -79,8 +96,8 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 	s.handles[h] = struct{}{}
 	s.hmu.Unlock()
 	var lsn wal.LSN
-	if flag&(os.O_CREATE|os.O_TRUNC) != 0 {
-		lsn, err = s.logOp(&o)
+	if logged {
+		lsn, err = s.logOp(&o, pre)
 	}
 	s.wmu.Unlock()
 	if err = s.done(lsn, err); err != nil {
@@ -90,31 +107,77 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 	return h, nil
 }
 
-func (h *storeFile) Name() string                                 { return h.name }
-func (h *storeFile) Stat() (fs.FileInfo, error)                   { return h.file().Stat() }
-func (h *storeFile) Read(p []byte) (int, error)                   { return h.file().Read(p) }
-func (h *storeFile) ReadAt(p []byte, off int64) (int, error)      { return h.file().ReadAt(p, off) }
-func (h *storeFile) Seek(off int64, whence int) (int64, error)    { return h.file().Seek(off, whence) }
-func (h *storeFile) ReadDir(n int) ([]fs.DirEntry, error)         { return h.file().ReadDir(n) }
+// closed returns fs.ErrClosed once the store is closed: its files fail
+// from then on, reads too, whatever layer they read.
+func (h *storeFile) closed(op string) error {
+	if h.s.shut.Load() {
+		return layer.PathError(op, h.name, fs.ErrClosed)
+	}
+	return nil
+}
+
+func (h *storeFile) Name() string { return h.name }
+
+func (h *storeFile) Stat() (fs.FileInfo, error) {
+	if err := h.closed("stat"); err != nil {
+		return nil, err
+	}
+	return h.file().Stat()
+}
+
+func (h *storeFile) Read(p []byte) (int, error) {
+	if err := h.closed("read"); err != nil {
+		return 0, err
+	}
+	return h.file().Read(p)
+}
+
+func (h *storeFile) ReadAt(p []byte, off int64) (int, error) {
+	if err := h.closed("read"); err != nil {
+		return 0, err
+	}
+	return h.file().ReadAt(p, off)
+}
+
+func (h *storeFile) Seek(off int64, whence int) (int64, error) {
+	if err := h.closed("seek"); err != nil {
+		return 0, err
+	}
+	return h.file().Seek(off, whence)
+}
+
+func (h *storeFile) ReadDir(n int) ([]fs.DirEntry, error) {
+	if err := h.closed("readdirent"); err != nil { // os's name for it
+		return nil, err
+	}
+	return h.file().ReadDir(n)
+}
+
 func (h *storeFile) WriteString(s string) (int, error)            { return h.Write([]byte(s)) }
-func (h *storeFile) Write(p []byte) (int, error)                  { return h.write(p, -1) }
-func (h *storeFile) WriteAt(p []byte, off int64) (n int, e error) { return h.write(p, off) }
+func (h *storeFile) Write(p []byte) (int, error)                  { return h.write(p, 0, false) }
+func (h *storeFile) WriteAt(p []byte, off int64) (n int, e error) { return h.write(p, off, true) }
 
 // readOnly reports whether the file was opened for reading only: its
 // writes fail in the file itself, as os's do.
 func (h *storeFile) readOnly() bool { return h.flag&(os.O_WRONLY|os.O_RDWR) == 0 }
 
-// write writes p at off, or at the file's offset when off is -1, and
-// logs what was written at the offset it landed at.
-func (h *storeFile) write(p []byte, off int64) (int, error) {
-	if h.readOnly() {
-		if off >= 0 {
-			return h.file().WriteAt(p, off)
-		}
+// write writes p at off when positioned (WriteAt), or else at the file's
+// offset (Write), and logs what was written at the offset it landed at.
+func (h *storeFile) write(p []byte, off int64, positioned bool) (int, error) {
+	switch {
+	case h.readOnly() && positioned:
+		return h.file().WriteAt(p, off) // the file refuses it, as os's does
+	case h.readOnly():
 		return h.file().Write(p)
+	case positioned && h.flag&os.O_APPEND != 0:
+		return 0, errWriteAtInAppendMode
+	case positioned && off < 0:
+		return 0, layer.PathError("writeat", h.name, errNegativeOffset)
 	}
 	s := h.s
-	s.wmu.Lock()
+	if err := s.lockChange("write", h.name); err != nil {
+		return 0, err
+	}
 	if err := s.usable("write", h.name); err != nil {
 		s.wmu.Unlock()
 		return 0, err
@@ -123,7 +186,7 @@ func (h *storeFile) write(p []byte, off int64) (int, error) {
 	at := off
 	var err error
 	switch {
-	case off >= 0:
+	case positioned:
 	case h.flag&os.O_APPEND != 0:
 		var fi fs.FileInfo
 		if fi, err = f.Stat(); err == nil {
@@ -141,8 +204,9 @@ func (h *storeFile) write(p []byte, off int64) (int, error) {
 		return 0, err
 	}
 	t := s.tick()
+	pre := s.undoPoint()
 	var n int
-	if off >= 0 {
+	if positioned {
 		n, err = f.WriteAt(p, off)
 	} else {
 		n, err = f.Write(p)
@@ -150,7 +214,10 @@ func (h *storeFile) write(p []byte, off int64) (int, error) {
 	var lsn wal.LSN
 	var lerr error
 	if n > 0 && h.path != "" {
-		lsn, lerr = s.logOp(&op{kind: opWriteAt, time: t, path: h.path, a: at, data: p[:n]})
+		lsn, lerr = s.logOp(&op{kind: opWriteAt, time: t, path: h.path, a: at, data: p[:n]}, pre)
+		if lerr != nil {
+			n = 0 // undone
+		}
 	}
 	s.wmu.Unlock()
 	if lerr = s.done(lsn, lerr); err == nil {
@@ -164,12 +231,15 @@ func (h *storeFile) Truncate(size int64) error {
 		return h.file().Truncate(size)
 	}
 	s := h.s
-	s.wmu.Lock()
+	if err := s.lockChange("truncate", h.name); err != nil {
+		return err
+	}
 	if err := s.usable("truncate", h.name); err != nil {
 		s.wmu.Unlock()
 		return err
 	}
 	t := s.tick()
+	pre := s.undoPoint()
 	if err := h.file().Truncate(size); err != nil {
 		s.wmu.Unlock()
 		return err
@@ -177,7 +247,7 @@ func (h *storeFile) Truncate(size int64) error {
 	var lsn wal.LSN
 	var err error
 	if h.path != "" {
-		lsn, err = s.logOp(&op{kind: opTruncate, time: t, path: h.path, a: size})
+		lsn, err = s.logOp(&op{kind: opTruncate, time: t, path: h.path, a: size}, pre)
 	}
 	s.wmu.Unlock()
 	return s.done(lsn, err)
@@ -219,5 +289,8 @@ func (h *storeFile) moveTo(u *FS) {
 	h.f.Store(&fileRef{nf})
 	old.Close()
 }
+
+// errNegativeOffset is what os gives for WriteAt at a negative offset.
+var errNegativeOffset = errors.New("negative offset")
 
 var _ layer.File = (*storeFile)(nil)

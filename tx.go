@@ -1,6 +1,7 @@
 package packfs
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"time"
@@ -31,6 +32,12 @@ type Tx struct {
 // Transactions and other changes run one at a time; readers of the store
 // go on meanwhile, and see a transaction's changes all at once, when it
 // applies. A file opened before then sees them one by one.
+//
+// fn must change the store only through tx: a change of the store itself
+// made inside fn (s.WriteFile, a write to a file of s, s.Update,
+// s.Checkpoint, s.Close) would wait for the transaction, which waits for
+// fn, so it fails at once with an error wrapping ErrInTransaction.
+// Changes from other goroutines wait for the transaction as usual.
 func (s *Store) Update(fn func(tx *Tx) error) error {
 	p, err := s.update(fn)
 	if err != nil || p == 0 {
@@ -52,7 +59,9 @@ func (s *Store) update(fn func(tx *Tx) error) (wal.LSN, error) {
 		s.inflight.Add(1)
 		defer s.inflight.Add(-1)
 	}
-	s.wmu.Lock()
+	if err := s.lockChange("update", "."); err != nil {
+		return 0, err
+	}
 	defer s.wmu.Unlock()
 	if err := s.usable("update", "."); err != nil {
 		return 0, err
@@ -70,14 +79,15 @@ func (s *Store) update(fn func(tx *Tx) error) (wal.LSN, error) {
 	// resolves a path once, where a union over a union would twice.
 	tx.fs = New(newUpper(func() time.Time { return tx.now }, mode), snap.layers...)
 	defer func() { tx.done = true }()
-	if err := fn(tx); err != nil {
+	if err := runCallback(s, fn, tx); err != nil {
 		return 0, err
 	}
 	tx.done = true
 	if len(tx.ops) == 0 {
 		return 0, nil
 	}
-	entries := make([][]byte, len(tx.ops))
+	entries := make([][]byte, 0, len(tx.ops))
+	pre := undoPoint{top: snap.layers[0], lowers: snap.layers[1:]}
 	s.frozen.Store(snap) // readers see the state before the transaction
 	s.applying.Add(1)
 	defer func() {
@@ -91,18 +101,20 @@ func (s *Store) update(fn func(tx *Tx) error) (wal.LSN, error) {
 		if err := s.applyLive(o); err != nil {
 			// The change applied to the snapshot, so it must apply here:
 			// if not, memory and log disagree, and only a reopen mends it.
-			s.err = fmt.Errorf("packfs: transaction change %d of %d does not apply to the store: %w", i+1, len(tx.ops), err)
-			return 0, s.err
+			return 0, s.breakAt(fmt.Errorf("packfs: transaction change %d of %d does not apply to the store: %w", i+1, len(tx.ops), err), pre)
 		}
-		entries[i] = o.encode(nil)
+		es := o.entries()
+		entries = append(entries, es...)
 		if s.tail != nil {
-			s.tail = append(s.tail, entries[i])
+			s.tail = append(s.tail, es...)
 		}
 	}
 	p, err := s.log.Append(entries...)
 	if err != nil {
-		s.err = err
-		return 0, err
+		return 0, s.fail(err, &pre)
+	}
+	if s.opts.Sync != SyncNone {
+		s.awaitSync(p, pre)
 	}
 	s.applying.Add(1)
 	s.frozen.Store(nil) // and now the state after it
@@ -113,6 +125,9 @@ func (s *Store) update(fn func(tx *Tx) error) (wal.LSN, error) {
 func (tx *Tx) change(o op, opName string) error {
 	if tx.done {
 		return layer.PathError(opName, o.path, fs.ErrClosed)
+	}
+	if err := checkOp(o, opName); err != nil {
+		return err
 	}
 	t := time.Now()
 	tx.now, o.time = t, t.UnixNano()
@@ -166,3 +181,7 @@ func (tx *Tx) Chmod(name string, mode fs.FileMode) error {
 func (tx *Tx) Chtimes(name string, atime, mtime time.Time) error {
 	return tx.change(chtimesOp(name, atime, mtime), "chtimes")
 }
+
+// ErrInTransaction is wrapped by the error a change of a Store gives
+// when it is made inside the callback of an Update of that store.
+var ErrInTransaction = errors.New("packfs: store changed inside its own transaction")

@@ -519,6 +519,9 @@ func (l *Log) Sync(p LSN) error {
 // SyncAll makes every append so far durable.
 func (l *Log) SyncAll() error { return l.Sync(l.End()) }
 
+// Synced returns the position before which everything is durable.
+func (l *Log) Synced() LSN { return LSN(l.synced.Load()) }
+
 func (l *Log) stickyErr() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -642,15 +645,18 @@ func (l *Log) Rotate() (uint64, error) {
 			l.err = err
 			return 0, err
 		}
+		l.allocated = l.written
 	}
+	// A new segment that cannot be made (a full disk, say) costs
+	// nothing: the old one is whole and durable, unsealed, and goes on
+	// taking appends, and a later Rotate tries again.
 	oldID, oldEnd, sealable := l.id, l.written, l.slot >= 0
 	f, err := l.fsys.OpenFile(segmentName(next), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		l.err = err
 		return 0, err
 	}
 	if err := l.start(f, next); err != nil {
-		l.err = err
+		l.fsys.Remove(segmentName(next))
 		return 0, err
 	}
 	l.id = next
