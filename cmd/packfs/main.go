@@ -28,7 +28,9 @@
 //
 // unpack extracts what is sound: a damaged entry is reported and left out
 // with nothing of it in place, directory modes and times are restored in
-// every case, and the exit status is then 1. Owners are not restored, so
+// every case, and the exit status is then 1. Nothing is written outside
+// DIR: a symlink found in DIR where a directory goes is never followed
+// (it is an error, or replaced with -force). Owners are not restored, so
 // files lose setuid and setgid bits, as with tar run without
 // --same-owner. Paths given to ls and cat are cleaned as a shell user
 // writes them ("net/", "./net", "/net", "net//http").

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// outsideEmpty fails the test if the directory dir holds anything.
+func outsideEmpty(t *testing.T, dir string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	must(t, err)
+	if len(ents) != 0 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("unpack wrote outside its directory: %s holds %q", dir, names)
+	}
+}
+
+// TestIssue15ProbeUnpackSymlinkEscape: a symlink already in DIR, standing
+// where a directory of the pack goes, is never followed out of DIR:
+// neither above a subtree asked for (unpack PACK DIR d/e with DIR/d a
+// symlink), nor in a whole unpack, nor after an earlier pack put it
+// there; -force replaces it with the directory.
+func TestIssue15ProbeUnpackSymlinkEscape(t *testing.T) {
+	src := srcTree(t)
+	must(t, os.WriteFile(filepath.Join(src, "d", "e", "deep.txt"), []byte("deep\n"), 0o644))
+	tmp := t.TempDir()
+	pack := filepath.Join(tmp, "p.pack")
+	runOK(t, "pack", src, pack)
+	outside := filepath.Join(tmp, "outside")
+	must(t, os.Mkdir(outside, 0o755))
+
+	for _, args := range [][]string{{"d/e"}, {"d/e/deep.txt"}, {}} {
+		dst := filepath.Join(t.TempDir(), "dst")
+		must(t, os.Mkdir(dst, 0o755))
+		must(t, os.Symlink(outside, filepath.Join(dst, "d")))
+		_, stderr, code := cliIn(t, tmp, append([]string{"unpack", pack, dst}, args...)...)
+		if code != 1 || !strings.Contains(stderr, filepath.Join(dst, "d")) {
+			t.Errorf("unpack %q over a symlink: exit %d, stderr %q", args, code, stderr)
+		}
+		outsideEmpty(t, outside)
+	}
+
+	// A pack that holds the symlink, then one that holds the directory.
+	evil := filepath.Join(tmp, "evil")
+	must(t, os.Mkdir(evil, 0o755))
+	must(t, os.Symlink(outside, filepath.Join(evil, "d")))
+	evilPack := filepath.Join(tmp, "evil.pack")
+	runOK(t, "pack", evil, evilPack)
+	dst := filepath.Join(t.TempDir(), "dst")
+	runOK(t, "unpack", evilPack, dst)
+	for _, args := range [][]string{{pack, dst, "d/e"}, {pack, dst}} {
+		if _, stderr, code := cliIn(t, tmp, append([]string{"unpack"}, args...)...); code != 1 {
+			t.Errorf("unpack %q: exit %d, stderr %q", args, code, stderr)
+		}
+		outsideEmpty(t, outside)
+	}
+	runOK(t, "unpack", "-force", pack, dst, "d/e")
+	outsideEmpty(t, outside)
+	if got, err := os.ReadFile(filepath.Join(dst, "d", "e", "deep.txt")); err != nil || string(got) != "deep\n" {
+		t.Errorf("-force: d/e/deep.txt is %q, %v", got, err)
+	}
+	if fi, err := os.Lstat(filepath.Join(dst, "d")); err != nil || !fi.IsDir() {
+		t.Errorf("-force: d is %v, %v; want the directory", fi, err)
+	}
+}
