@@ -40,7 +40,7 @@ func cmdPack(fl *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	excl := fl.Lookup("exclude").Value.(*patterns)
-	src := os.DirFS(dir)
+	src := packSource(dir)
 	opts := []packwriter.Option{packwriter.WithFilter(func(p string, fi fs.FileInfo) bool {
 		return dst.exclude(p, fi) && !excl.match(p)
 	})}

@@ -24,7 +24,9 @@
 // The output is never packed into itself. An entry that cannot be packed
 // (a socket, FIFO or device, a file that vanished or cannot be read, a
 // name that is not UTF-8, a path past PATH_MAX) is reported and left out,
-// and the exit status is 1; -strict stops at the first instead.
+// and the exit status is 1; -strict stops at the first instead. Files are
+// opened without blocking, so one that turns into a FIFO while the pack
+// runs is reported, not waited on.
 //
 // unpack extracts what is sound: a damaged entry is reported and left out
 // with nothing of it in place, directory modes and times are restored in

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"errors"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/packfs/packfs/packwriter"
+	"golang.org/x/sys/unix"
 )
 
 // outsideEmpty fails the test if the directory dir holds anything.
@@ -67,5 +73,38 @@ func TestIssue15ProbeUnpackSymlinkEscape(t *testing.T) {
 	}
 	if fi, err := os.Lstat(filepath.Join(dst, "d")); err != nil || !fi.IsDir() {
 		t.Errorf("-force: d is %v, %v; want the directory", fi, err)
+	}
+}
+
+// TestIssue15ProbePackFileTurnsFIFO: a file that becomes a FIFO after it
+// was listed and before it is read is reported and left out; opening it
+// blocked the pack forever, waiting for a writer. The swap happens in
+// the filter, which packwriter calls between Lstat and Open; a source
+// that blocks makes this test hang.
+func TestIssue15ProbePackFileTurnsFIFO(t *testing.T) {
+	for _, size := range []int{10, 2 << 20} { // read whole, and streamed
+		src := srcTree(t)
+		victim := filepath.Join(src, "victim")
+		must(t, os.WriteFile(victim, make([]byte, size), 0o644))
+		var skipped []string
+		err := packwriter.Write(io.Discard, packSource(src),
+			packwriter.WithFilter(func(p string, _ fs.FileInfo) bool {
+				if p == "victim" {
+					must(t, os.Remove(victim))
+					must(t, unix.Mkfifo(victim, 0o644))
+				}
+				return true
+			}),
+			packwriter.WithSkip(func(p string, err error) error {
+				skipped = append(skipped, p)
+				if !errors.Is(err, errNotRegular) {
+					t.Errorf("%s: %v, want errNotRegular", p, err)
+				}
+				return nil
+			}))
+		must(t, err)
+		if !equalStrings(skipped, []string{"victim"}) {
+			t.Errorf("size %d: skipped %q, want victim", size, skipped)
+		}
 	}
 }
