@@ -71,10 +71,14 @@ func cmdPack(fl *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 		bar.Finish()
 	}
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) && dst.path != "" && pe.Path == dst.path {
+			return err // the output's own error, named as given
+		}
 		return hostPathError(err, dir)
 	}
 	if skipped > 0 {
-		return fmt.Errorf("%d entries could not be packed and were left out; %s holds the rest", skipped, out)
+		return fmt.Errorf("%s could not be packed and left out; %s holds the rest", plural(skipped, "entry", "entries"), out)
 	}
 	return nil
 }
@@ -107,13 +111,33 @@ func (p *patterns) match(name string) bool {
 	return false
 }
 
-// hostPathError names the source entry of err by its host path.
+// hostPathError names the source entry of err by its host path, and says
+// in plain words that a file changed while it was read.
 func hostPathError(err error, dir string) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) && fs.ValidPath(pe.Path) {
-		return &fs.PathError{Op: pe.Op, Path: filepath.Join(dir, filepath.FromSlash(pe.Path)), Err: pe.Err}
+		e := pe.Err
+		if errors.Is(e, packwriter.ErrChanged) {
+			e = errChanged{}
+		}
+		return &fs.PathError{Op: pe.Op, Path: filepath.Join(dir, filepath.FromSlash(pe.Path)), Err: e}
 	}
 	return err
+}
+
+// errChanged is packwriter.ErrChanged as a user reads it, without the
+// package's prefix.
+type errChanged struct{}
+
+func (errChanged) Error() string { return "file changed as it was read" }
+func (errChanged) Unwrap() error { return packwriter.ErrChanged }
+
+// plural returns n with the singular or plural noun.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // output is where pack writes: a regular file replaced atomically (through

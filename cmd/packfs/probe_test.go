@@ -108,3 +108,33 @@ func TestIssue15ProbePackFileTurnsFIFO(t *testing.T) {
 		}
 	}
 }
+
+// TestIssue15ProbePackOutputNamed: an output that cannot be created is
+// named as given, relative to the working directory; it was taken for a
+// source entry and named under DIR ("create src/nodir/x.pack").
+func TestIssue15ProbePackOutputNamed(t *testing.T) {
+	src := srcTree(t)
+	work := filepath.Dir(src)
+	_, stderr, code := cliIn(t, work, "pack", "src", filepath.Join("nodir", "x.pack"))
+	if code != 1 || !strings.Contains(stderr, "create nodir/x.pack: no such file or directory") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestIssue15ProbeMessages: a file that changed as it was read is said so
+// without packwriter's prefix, and one entry is "1 entry".
+func TestIssue15ProbeMessages(t *testing.T) {
+	err := hostPathError(&fs.PathError{Op: "read", Path: "d/big", Err: packwriter.ErrChanged}, "src")
+	if msg := err.Error(); strings.Contains(msg, "packwriter") || msg != "read src/d/big: file changed as it was read" {
+		t.Errorf("message %q", msg)
+	}
+	if !errors.Is(err, packwriter.ErrChanged) {
+		t.Errorf("%v does not wrap ErrChanged", err)
+	}
+	src := srcTree(t)
+	must(t, unix.Mkfifo(filepath.Join(src, "fifo"), 0o644))
+	_, stderr, code := cliIn(t, src, "pack", src, filepath.Join(t.TempDir(), "p.pack"))
+	if code != 1 || !strings.Contains(stderr, "1 entry could not be packed") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}

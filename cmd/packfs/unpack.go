@@ -75,7 +75,7 @@ func unpack(fsys fs.FS, dst string, o unpackOptions) error {
 		unix.Close(d.fd)
 	}
 	if u.failed > 0 {
-		errs = append(errs, fmt.Errorf("%d entries could not be extracted", u.failed))
+		errs = append(errs, fmt.Errorf("%s could not be extracted", plural(u.failed, "entry", "entries")))
 	}
 	return errors.Join(errs...)
 }
