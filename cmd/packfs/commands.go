@@ -15,7 +15,6 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/packfs/packfs/packreader"
 	"github.com/packfs/packfs/packwriter"
 )
 
@@ -258,7 +257,7 @@ func unpackFlags(fl *flag.FlagSet) {
 }
 
 func cmdUnpack(fl *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
-	r, err := packreader.Open(args[0])
+	r, err := openPack(args[0])
 	if err != nil {
 		return err
 	}
@@ -302,7 +301,7 @@ func cmdCat(_ *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	r, err := packreader.Open(args[0])
+	r, err := openPack(args[0])
 	if err != nil {
 		return err
 	}
@@ -317,7 +316,7 @@ func cmdCat(_ *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 }
 
 func cmdVerify(_ *flag.FlagSet, args []string, stdout, _ io.Writer) error {
-	r, err := packreader.Open(args[0])
+	r, err := openPack(args[0])
 	if err != nil {
 		return err
 	}
@@ -338,7 +337,7 @@ func infoFlags(fl *flag.FlagSet) {
 }
 
 func cmdInfo(fl *flag.FlagSet, args []string, stdout, _ io.Writer) error {
-	r, err := packreader.Open(args[0])
+	r, err := openPack(args[0])
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -328,16 +329,30 @@ func openPackOrDir(name string) (fs.FS, func() error, error) {
 		return nil, nil, err
 	}
 	if fi.IsDir() {
-		return os.DirFS(name), func() error { return nil }, nil
+		return packSource(name), func() error { return nil }, nil
 	}
-	if err := packFile(name, fi); err != nil {
-		return nil, nil, err
-	}
-	r, err := packreader.Open(name)
+	r, err := openPack(name)
 	if err != nil {
 		return nil, nil, err
 	}
 	return r, r.Close, nil
+}
+
+// openPack opens the pack file name, refusing what is not a regular
+// file: packreader.Open of a FIFO blocks until a writer comes, which may
+// be never.
+func openPack(name string) (*packreader.Reader, error) {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	if fi.IsDir() {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EISDIR}
+	}
+	if err := packFile(name, fi); err != nil {
+		return nil, err
+	}
+	return packreader.Open(name)
 }
 
 // packFile refuses to read a pack from what is not a regular file: a

@@ -35,7 +35,7 @@ func cmdLs(fl *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 			return err
 		}
 	}
-	r, err := packreader.Open(args[0])
+	r, err := openPack(args[0])
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,9 @@
 // opened without blocking, so one that turns into a FIFO while the pack
 // runs is reported, not waited on.
 //
+// A PACK argument must be a regular file: a FIFO or a device is refused
+// rather than waited on or read until it ends.
+//
 // unpack extracts what is sound: a damaged entry is reported and left out
 // with nothing of it in place, directory modes and times are restored in
 // every case, and the exit status is then 1. Nothing is written outside

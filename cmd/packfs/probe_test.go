@@ -138,3 +138,24 @@ func TestIssue15ProbeMessages(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestIssue15ProbePackIsFIFO: every command that reads a pack refuses a
+// FIFO named as the pack; unpack, ls, cat, verify and info blocked on it
+// forever (this test then hangs), waiting for a writer.
+func TestIssue15ProbePackIsFIFO(t *testing.T) {
+	tmp := t.TempDir()
+	fifo := filepath.Join(tmp, "p.pack")
+	must(t, unix.Mkfifo(fifo, 0o644))
+	for _, args := range [][]string{
+		{"unpack", fifo, filepath.Join(tmp, "dst")},
+		{"ls", fifo}, {"cat", fifo, "b.txt"}, {"verify", fifo}, {"info", fifo},
+	} {
+		_, stderr, code := cliIn(t, tmp, args...)
+		if code != 1 || !strings.Contains(stderr, "is a FIFO") {
+			t.Errorf("packfs %s: exit %d, stderr %q", strings.Join(args, " "), code, stderr)
+		}
+	}
+	if _, stderr, code := cliIn(t, tmp, "verify", tmp); code != 1 || !strings.Contains(stderr, "is a directory") {
+		t.Errorf("verify DIR: exit %d, stderr %q", code, stderr)
+	}
+}
