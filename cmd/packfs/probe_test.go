@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/packwriter"
 	"golang.org/x/sys/unix"
 )
@@ -157,5 +158,30 @@ func TestIssue15ProbePackIsFIFO(t *testing.T) {
 	}
 	if _, stderr, code := cliIn(t, tmp, "verify", tmp); code != 1 || !strings.Contains(stderr, "is a directory") {
 		t.Errorf("verify DIR: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestIssue15ProbeStoreBusy: a store command on a store another writer
+// holds says so plainly; it read "packfs store: packfs: store DIR is open
+// for writing elsewhere: lock LOCK: vfs: locked by another holder".
+func TestIssue15ProbeStoreBusy(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	s, err := packfs.Open(dir, nil)
+	must(t, err)
+	defer s.Close()
+	must(t, s.WriteFile("keep", []byte("kept\n"), 0o644))
+	must(t, s.Sync())
+	for _, args := range [][]string{
+		{"store", "checkpoint", dir}, {"store", "flatten", dir},
+		{"store", "import", dir, srcTree(t), "sub"},
+	} {
+		_, stderr, code := cliIn(t, dir, args...)
+		if code != 1 || !strings.Contains(stderr, "open for writing elsewhere") ||
+			strings.Contains(stderr, "vfs:") || strings.Contains(stderr, "packfs:") {
+			t.Errorf("packfs %s: exit %d, stderr %q", strings.Join(args, " "), code, stderr)
+		}
+	}
+	if b, err := fs.ReadFile(s, "keep"); err != nil || string(b) != "kept\n" {
+		t.Errorf("keep: %q, %v", b, err)
 	}
 }
