@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	"golang.org/x/term"
@@ -235,6 +236,20 @@ func packPath(p string) (string, error) {
 	return c, nil
 }
 
+// needDir is the error for the path arg given with a trailing slash
+// ("b.txt/") when it names an entry of fsys that is not a directory
+// (through symlinks): ENOTDIR, as the kernel says; nil otherwise.
+func needDir(fsys fs.FS, arg, p string) error {
+	if !strings.HasSuffix(arg, "/") && !strings.HasSuffix(arg, "/.") {
+		return nil
+	}
+	fi, err := fs.Stat(fsys, p)
+	if err != nil || fi.IsDir() {
+		return nil // the command reports what is missing itself
+	}
+	return &fs.PathError{Op: "stat", Path: arg, Err: syscall.ENOTDIR}
+}
+
 // treeBytes adds up the sizes of fsys's regular files, for the progress
 // bar's total.
 func treeBytes(fsys fs.FS) int64 {
@@ -269,6 +284,9 @@ func cmdUnpack(fl *flag.FlagSet, args []string, stdout, stderr io.Writer) error 
 	}
 	for _, a := range args[2:] {
 		p, err := packPath(a)
+		if err == nil {
+			err = needDir(r, a, p)
+		}
 		if err != nil {
 			return err
 		}
@@ -306,6 +324,9 @@ func cmdCat(_ *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	defer r.Close()
+	if err := needDir(r, args[1], p); err != nil {
+		return err
+	}
 	f, err := r.Open(p)
 	if err != nil {
 		return err

@@ -40,6 +40,11 @@ func cmdLs(fl *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	defer r.Close()
+	if len(args) > 1 {
+		if err := needDir(r, args[1], p); err != nil {
+			return err
+		}
+	}
 	ents, err := listing(r, p, flagBool(fl, "R"))
 	if err != nil {
 		return err

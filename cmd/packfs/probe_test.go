@@ -185,3 +185,29 @@ func TestIssue15ProbeStoreBusy(t *testing.T) {
 		t.Errorf("keep: %q, %v", b, err)
 	}
 }
+
+// TestIssue15ProbeTrailingSlashOnFile: a path with a trailing slash names
+// a directory, as in the kernel: on a file, ls, cat and unpack say
+// ENOTDIR; they took "b.txt/" for b.txt.
+func TestIssue15ProbeTrailingSlashOnFile(t *testing.T) {
+	src := srcTree(t)
+	tmp := t.TempDir()
+	pack := filepath.Join(tmp, "p.pack")
+	runOK(t, "pack", src, pack)
+	dst := filepath.Join(tmp, "dst")
+	for _, args := range [][]string{
+		{"cat", pack, "b.txt/"}, {"ls", pack, "d/a.txt/"}, {"ls", pack, "b.txt/."}, {"unpack", pack, dst, "b.txt/"},
+	} {
+		stdout, stderr, code := cliIn(t, tmp, args...)
+		if code != 1 || !strings.Contains(stderr, "not a directory") || stdout != "" {
+			t.Errorf("packfs %s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), code, stdout, stderr)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dst, "b.txt")); err == nil {
+		t.Error("unpack b.txt/ extracted b.txt")
+	}
+	// A directory with the slash is listed as before.
+	if got := runOK(t, "ls", pack, "d/"); got != "a.txt\ne\n" {
+		t.Errorf("ls d/ = %q", got)
+	}
+}
