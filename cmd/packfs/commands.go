@@ -49,7 +49,7 @@ func cmdPack(fl *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 		quiet := flagBool(fl, "q")
 		opts = append(opts, packwriter.WithSkip(func(p string, err error) error {
 			if skipped++; !quiet {
-				fmt.Fprintf(stderr, "packfs pack: skipping %v\n", hostPathError(err, dir))
+				fmt.Fprintf(stderr, "packfs pack: skipping %s\n", printable(hostPathError(err, dir).Error()))
 			}
 			return nil
 		}))
@@ -280,7 +280,7 @@ func cmdUnpack(fl *flag.FlagSet, args []string, stdout, stderr io.Writer) error 
 	o := unpackOptions{
 		force:   flagBool(fl, "force"),
 		exclude: *fl.Lookup("exclude").Value.(*patterns),
-		bad:     func(err error) { fmt.Fprintf(stderr, "packfs unpack: %v\n", err) },
+		bad:     func(err error) { fmt.Fprintf(stderr, "packfs unpack: %s\n", printable(err.Error())) },
 	}
 	for _, a := range args[2:] {
 		p, err := packPath(a)

@@ -45,7 +45,7 @@ func exitStatus(name string, err error, stderr io.Writer) int {
 		code, err = se.code, se.err
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "packfs %s: %v\n", name, err)
+		fmt.Fprintf(stderr, "packfs %s: %s\n", name, printable(err.Error()))
 	}
 	return code
 }
@@ -389,3 +389,35 @@ func entryKindName(fi fs.FileInfo) string {
 
 // keptModeBits are the mode bits a store keeps beside the type.
 const keptModeBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
+
+// printable returns the message s with control characters (but newlines,
+// which separate joined errors, and tabs) and bytes that are not UTF-8
+// written as Go escapes: a file name holding ESC sequences must not drive
+// the terminal a message is printed on.
+func printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || r != '\n' && r != '\t' && (r < 0x20 || r >= 0x7f && r < 0xa0) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r != '\n' && r != '\t' && (r < 0x20 || r >= 0x7f && r < 0xa0):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}

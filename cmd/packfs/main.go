@@ -129,7 +129,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			printUsage(stdout)
 			return 0
 		}
-		fmt.Fprintf(stderr, "packfs %s: %v\n", cmd.name, err)
+		fmt.Fprintf(stderr, "packfs %s: %s\n", cmd.name, printable(err.Error()))
 		printUsage(stderr)
 		return 2
 	}

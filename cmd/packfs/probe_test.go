@@ -211,3 +211,25 @@ func TestIssue15ProbeTrailingSlashOnFile(t *testing.T) {
 		t.Errorf("ls d/ = %q", got)
 	}
 }
+
+// TestIssue15ProbeControlBytesInMessages: names holding control bytes
+// reach standard error escaped, so a file name cannot drive the terminal
+// (an ESC sequence setting its title, say); they were printed raw.
+func TestIssue15ProbeControlBytesInMessages(t *testing.T) {
+	src := srcTree(t)
+	evil := "evil\x1b]0;owned\x07\r"
+	must(t, unix.Mkfifo(filepath.Join(src, evil), 0o644))
+	tmp := t.TempDir()
+	pack := filepath.Join(tmp, "p.pack")
+	_, stderr, code := cliIn(t, tmp, "pack", src, pack)
+	if code != 1 || strings.ContainsAny(stderr, "\x1b\x07\r") || !strings.Contains(stderr, `evil\x1b]0;owned\a\r`) {
+		t.Errorf("pack: exit %d, stderr %q", code, stderr)
+	}
+	_, stderr, code = cliIn(t, tmp, "cat", pack, "no\x1b[2Jthing")
+	if code != 1 || strings.Contains(stderr, "\x1b") || !strings.Contains(stderr, `no\x1b[2Jthing`) {
+		t.Errorf("cat: exit %d, stderr %q", code, stderr)
+	}
+	if got := printable("a\nb\tc\xffd\u0085e✓"); got != "a\nb\tc\\xffd\\u0085e✓" {
+		t.Errorf("printable = %q", got)
+	}
+}

@@ -400,7 +400,7 @@ func planImport(s *packfs.Store, src fs.FS, srcName, dir, at string, stderr io.W
 			return err
 		}
 		if !isPack && storeDir != nil && info.IsDir() && os.SameFile(info, storeDir) {
-			fmt.Fprintf(stderr, "packfs store import: %s: skipping the store's own directory\n", filepath.Join(srcName, p))
+			fmt.Fprintf(stderr, "packfs store import: %s: skipping the store's own directory\n", printable(filepath.Join(srcName, p)))
 			return fs.SkipDir
 		}
 		dst := at
