@@ -41,6 +41,7 @@ func cmdPack(fl *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	}
 	excl := fl.Lookup("exclude").Value.(*patterns)
 	src := packSource(dir)
+	defer src.Close()
 	opts := []packwriter.Option{packwriter.WithFilter(func(p string, fi fs.FileInfo) bool {
 		return dst.exclude(p, fi) && !excl.match(p)
 	})}

@@ -329,7 +329,8 @@ func openPackOrDir(name string) (fs.FS, func() error, error) {
 		return nil, nil, err
 	}
 	if fi.IsDir() {
-		return packSource(name), func() error { return nil }, nil
+		src := packSource(name)
+		return src, src.Close, nil
 	}
 	r, err := openPack(name)
 	if err != nil {

@@ -25,8 +25,10 @@
 // (a socket, FIFO or device, a file that vanished or cannot be read, a
 // name that is not UTF-8, a path past PATH_MAX) is reported and left out,
 // and the exit status is 1; -strict stops at the first instead. Files are
-// opened without blocking, so one that turns into a FIFO while the pack
-// runs is reported, not waited on.
+// opened without blocking and without following symlinks (on Linux 5.6
+// and later, none on the whole path), so one that turns into a FIFO or a
+// symlink while the pack runs is reported, not waited on or followed
+// out of DIR.
 //
 // A PACK argument must be a regular file: a FIFO or a device is refused
 // rather than waited on or read until it ends.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"io/fs"
@@ -231,5 +232,52 @@ func TestIssue15ProbeControlBytesInMessages(t *testing.T) {
 	}
 	if got := printable("a\nb\tc\xffd\u0085e✓"); got != "a\nb\tc\\xffd\\u0085e✓" {
 		t.Errorf("printable = %q", got)
+	}
+}
+
+// TestIssue15ProbePackSymlinkSwap: a file, or a directory above it,
+// replaced by a symlink after it was listed is not followed out of the
+// tree: pack (run as root on a hostile user's tree) read the file the
+// symlink named and packed it under the listed name.
+func TestIssue15ProbePackSymlinkSwap(t *testing.T) {
+	secretDir := filepath.Join(t.TempDir(), "secret")
+	must(t, os.MkdirAll(filepath.Join(secretDir, "d"), 0o700))
+	secret := "top secret\n"
+	must(t, os.WriteFile(filepath.Join(secretDir, "a.txt"), []byte(secret), 0o600))
+	must(t, os.WriteFile(filepath.Join(secretDir, "d", "a.txt"), []byte(secret), 0o600))
+	for _, tc := range []struct{ entry, swap, to string }{
+		{"d/a.txt", "d/a.txt", filepath.Join(secretDir, "a.txt")}, // the file itself
+		{"d/a.txt", "d", secretDir},                               // the directory above it
+		{"d/a.txt", "d", filepath.Join(secretDir, "d", "..")},
+	} {
+		src := srcTree(t)
+		var out bytes.Buffer
+		var skipped []string
+		err := packwriter.Write(&out, packSource(src),
+			packwriter.WithFilter(func(p string, _ fs.FileInfo) bool {
+				if p == tc.entry {
+					swapped := filepath.Join(src, filepath.FromSlash(tc.swap))
+					must(t, os.Rename(swapped, swapped+".old"))
+					must(t, os.Symlink(tc.to, swapped))
+				}
+				return true
+			}),
+			packwriter.WithSkip(func(p string, err error) error {
+				// Entries listed after the swap may be gone too.
+				if p == tc.entry {
+					skipped = append(skipped, p)
+					if !errors.Is(err, errSymlinked) {
+						t.Errorf("%s: %v, want errSymlinked", p, err)
+					}
+				}
+				return nil
+			}))
+		must(t, err)
+		if bytes.Contains(out.Bytes(), []byte(secret)) {
+			t.Errorf("swap %s for a symlink to %s: the pack holds the secret", tc.swap, tc.to)
+		}
+		if len(skipped) != 1 {
+			t.Errorf("swap %s: %s was not skipped", tc.swap, tc.entry)
+		}
 	}
 }
