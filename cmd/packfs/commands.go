@@ -153,12 +153,16 @@ type output struct {
 	dir  string // the output's directory, for temporary files
 }
 
+// errTerminal refuses "-" as the output when standard output is a
+// terminal, which a pack's bytes would only garble.
+var errTerminal = errors.New("refusing to write a pack to a terminal; redirect standard output or name a file")
+
 // packOutput checks what OUT names and refuses what a pack must not
 // replace: a device, a directory, a socket.
 func packOutput(out string, stdout io.Writer) (*output, error) {
 	if out == "-" {
 		if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-			return nil, errors.New("refusing to write a pack to a terminal; redirect standard output or name a file")
+			return nil, errTerminal
 		}
 		return &output{stream: stdout}, nil
 	}

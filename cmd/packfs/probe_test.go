@@ -6,7 +6,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -278,6 +280,40 @@ func TestIssue15ProbePackSymlinkSwap(t *testing.T) {
 		}
 		if len(skipped) != 1 {
 			t.Errorf("swap %s: %s was not skipped", tc.swap, tc.entry)
+		}
+	}
+}
+
+// openPty returns the two ends of a new pseudo-terminal.
+func openPty(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	must(t, err)
+	t.Cleanup(func() { m.Close() })
+	must(t, unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0))
+	n, err := unix.IoctlGetUint32(int(m.Fd()), unix.TIOCGPTN)
+	must(t, err)
+	s, err := os.OpenFile("/dev/pts/"+strconv.Itoa(int(n)), os.O_RDWR|unix.O_NOCTTY, 0)
+	must(t, err)
+	t.Cleanup(func() { s.Close() })
+	return m, s
+}
+
+// TestIssue15ProbeExportToTerminal: store export DIR - refuses a terminal
+// as standard output, as pack DIR - does; it wrote the pack's bytes to it.
+func TestIssue15ProbeExportToTerminal(t *testing.T) {
+	tmp := t.TempDir()
+	store := filepath.Join(tmp, "store")
+	runOK(t, "store", "import", store, srcTree(t))
+	_, tty := openPty(t)
+	for _, args := range [][]string{{"store", "export", store, "-"}, {"pack", srcTree(t), "-"}} {
+		cmd := childCommand(t, args...)
+		var errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = tty, &errb
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(errb.String(), "to a terminal") {
+			t.Errorf("packfs %s to a terminal: %v, stderr %q", strings.Join(args, " "), err, errb.String())
 		}
 	}
 }

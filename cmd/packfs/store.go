@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"golang.org/x/term"
+
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/packreader"
@@ -235,6 +237,9 @@ func storeExport(args []string, stdout, _ io.Writer) error {
 // would take for a pack of its own left over and remove.
 func exportPackTo(out, dir string, fsys fs.FS, stdout io.Writer) error {
 	if out == "-" {
+		if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			return errTerminal
+		}
 		return packwriter.Write(stdout, fsys)
 	}
 	fi, err := os.Stat(out)
