@@ -11,11 +11,11 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	"golang.org/x/term"
 
-	"github.com/packfs/packfs/packreader"
 	"github.com/packfs/packfs/packwriter"
 )
 
@@ -40,7 +40,8 @@ func cmdPack(fl *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	excl := fl.Lookup("exclude").Value.(*patterns)
-	src := os.DirFS(dir)
+	src := packSource(dir)
+	defer src.Close()
 	opts := []packwriter.Option{packwriter.WithFilter(func(p string, fi fs.FileInfo) bool {
 		return dst.exclude(p, fi) && !excl.match(p)
 	})}
@@ -49,7 +50,7 @@ func cmdPack(fl *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 		quiet := flagBool(fl, "q")
 		opts = append(opts, packwriter.WithSkip(func(p string, err error) error {
 			if skipped++; !quiet {
-				fmt.Fprintf(stderr, "packfs pack: skipping %v\n", hostPathError(err, dir))
+				fmt.Fprintf(stderr, "packfs pack: skipping %s\n", printable(hostPathError(err, dir).Error()))
 			}
 			return nil
 		}))
@@ -71,10 +72,14 @@ func cmdPack(fl *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 		bar.Finish()
 	}
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) && dst.path != "" && pe.Path == dst.path {
+			return err // the output's own error, named as given
+		}
 		return hostPathError(err, dir)
 	}
 	if skipped > 0 {
-		return fmt.Errorf("%d entries could not be packed and were left out; %s holds the rest", skipped, out)
+		return fmt.Errorf("%s could not be packed and left out; %s holds the rest", plural(skipped, "entry", "entries"), out)
 	}
 	return nil
 }
@@ -107,13 +112,33 @@ func (p *patterns) match(name string) bool {
 	return false
 }
 
-// hostPathError names the source entry of err by its host path.
+// hostPathError names the source entry of err by its host path, and says
+// in plain words that a file changed while it was read.
 func hostPathError(err error, dir string) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) && fs.ValidPath(pe.Path) {
-		return &fs.PathError{Op: pe.Op, Path: filepath.Join(dir, filepath.FromSlash(pe.Path)), Err: pe.Err}
+		e := pe.Err
+		if errors.Is(e, packwriter.ErrChanged) {
+			e = errChanged{}
+		}
+		return &fs.PathError{Op: pe.Op, Path: filepath.Join(dir, filepath.FromSlash(pe.Path)), Err: e}
 	}
 	return err
+}
+
+// errChanged is packwriter.ErrChanged as a user reads it, without the
+// package's prefix.
+type errChanged struct{}
+
+func (errChanged) Error() string { return "file changed as it was read" }
+func (errChanged) Unwrap() error { return packwriter.ErrChanged }
+
+// plural returns n with the singular or plural noun.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // output is where pack writes: a regular file replaced atomically (through
@@ -128,12 +153,16 @@ type output struct {
 	dir  string // the output's directory, for temporary files
 }
 
+// errTerminal refuses "-" as the output when standard output is a
+// terminal, which a pack's bytes would only garble.
+var errTerminal = errors.New("refusing to write a pack to a terminal; redirect standard output or name a file")
+
 // packOutput checks what OUT names and refuses what a pack must not
 // replace: a device, a directory, a socket.
 func packOutput(out string, stdout io.Writer) (*output, error) {
 	if out == "-" {
 		if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-			return nil, errors.New("refusing to write a pack to a terminal; redirect standard output or name a file")
+			return nil, errTerminal
 		}
 		return &output{stream: stdout}, nil
 	}
@@ -212,6 +241,20 @@ func packPath(p string) (string, error) {
 	return c, nil
 }
 
+// needDir is the error for the path arg given with a trailing slash
+// ("b.txt/") when it names an entry of fsys that is not a directory
+// (through symlinks): ENOTDIR, as the kernel says; nil otherwise.
+func needDir(fsys fs.FS, arg, p string) error {
+	if !strings.HasSuffix(arg, "/") && !strings.HasSuffix(arg, "/.") {
+		return nil
+	}
+	fi, err := fs.Stat(fsys, p)
+	if err != nil || fi.IsDir() {
+		return nil // the command reports what is missing itself
+	}
+	return &fs.PathError{Op: "stat", Path: arg, Err: syscall.ENOTDIR}
+}
+
 // treeBytes adds up the sizes of fsys's regular files, for the progress
 // bar's total.
 func treeBytes(fsys fs.FS) int64 {
@@ -234,7 +277,7 @@ func unpackFlags(fl *flag.FlagSet) {
 }
 
 func cmdUnpack(fl *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
-	r, err := packreader.Open(args[0])
+	r, err := openPack(args[0])
 	if err != nil {
 		return err
 	}
@@ -242,10 +285,13 @@ func cmdUnpack(fl *flag.FlagSet, args []string, stdout, stderr io.Writer) error 
 	o := unpackOptions{
 		force:   flagBool(fl, "force"),
 		exclude: *fl.Lookup("exclude").Value.(*patterns),
-		bad:     func(err error) { fmt.Fprintf(stderr, "packfs unpack: %v\n", err) },
+		bad:     func(err error) { fmt.Fprintf(stderr, "packfs unpack: %s\n", printable(err.Error())) },
 	}
 	for _, a := range args[2:] {
 		p, err := packPath(a)
+		if err == nil {
+			err = needDir(r, a, p)
+		}
 		if err != nil {
 			return err
 		}
@@ -278,11 +324,14 @@ func cmdCat(_ *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	r, err := packreader.Open(args[0])
+	r, err := openPack(args[0])
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	if err := needDir(r, args[1], p); err != nil {
+		return err
+	}
 	f, err := r.Open(p)
 	if err != nil {
 		return err
@@ -293,7 +342,7 @@ func cmdCat(_ *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 }
 
 func cmdVerify(_ *flag.FlagSet, args []string, stdout, _ io.Writer) error {
-	r, err := packreader.Open(args[0])
+	r, err := openPack(args[0])
 	if err != nil {
 		return err
 	}
@@ -314,7 +363,7 @@ func infoFlags(fl *flag.FlagSet) {
 }
 
 func cmdInfo(fl *flag.FlagSet, args []string, stdout, _ io.Writer) error {
-	r, err := packreader.Open(args[0])
+	r, err := openPack(args[0])
 	if err != nil {
 		return err
 	}

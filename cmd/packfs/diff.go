@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -44,7 +45,7 @@ func exitStatus(name string, err error, stderr io.Writer) int {
 		code, err = se.code, se.err
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "packfs %s: %v\n", name, err)
+		fmt.Fprintf(stderr, "packfs %s: %s\n", name, printable(err.Error()))
 	}
 	return code
 }
@@ -328,16 +329,31 @@ func openPackOrDir(name string) (fs.FS, func() error, error) {
 		return nil, nil, err
 	}
 	if fi.IsDir() {
-		return os.DirFS(name), func() error { return nil }, nil
+		src := packSource(name)
+		return src, src.Close, nil
 	}
-	if err := packFile(name, fi); err != nil {
-		return nil, nil, err
-	}
-	r, err := packreader.Open(name)
+	r, err := openPack(name)
 	if err != nil {
 		return nil, nil, err
 	}
 	return r, r.Close, nil
+}
+
+// openPack opens the pack file name, refusing what is not a regular
+// file: packreader.Open of a FIFO blocks until a writer comes, which may
+// be never.
+func openPack(name string) (*packreader.Reader, error) {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	if fi.IsDir() {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EISDIR}
+	}
+	if err := packFile(name, fi); err != nil {
+		return nil, err
+	}
+	return packreader.Open(name)
 }
 
 // packFile refuses to read a pack from what is not a regular file: a
@@ -374,3 +390,35 @@ func entryKindName(fi fs.FileInfo) string {
 
 // keptModeBits are the mode bits a store keeps beside the type.
 const keptModeBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
+
+// printable returns the message s with control characters (but newlines,
+// which separate joined errors, and tabs) and bytes that are not UTF-8
+// written as Go escapes: a file name holding ESC sequences must not drive
+// the terminal a message is printed on.
+func printable(s string) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || r != '\n' && r != '\t' && (r < 0x20 || r >= 0x7f && r < 0xa0) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r != '\n' && r != '\t' && (r < 0x20 || r >= 0x7f && r < 0xa0):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}

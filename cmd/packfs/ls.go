@@ -35,11 +35,16 @@ func cmdLs(fl *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 			return err
 		}
 	}
-	r, err := packreader.Open(args[0])
+	r, err := openPack(args[0])
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	if len(args) > 1 {
+		if err := needDir(r, args[1], p); err != nil {
+			return err
+		}
+	}
 	ents, err := listing(r, p, flagBool(fl, "R"))
 	if err != nil {
 		return err

@@ -24,11 +24,20 @@
 // The output is never packed into itself. An entry that cannot be packed
 // (a socket, FIFO or device, a file that vanished or cannot be read, a
 // name that is not UTF-8, a path past PATH_MAX) is reported and left out,
-// and the exit status is 1; -strict stops at the first instead.
+// and the exit status is 1; -strict stops at the first instead. Files are
+// opened without blocking and without following symlinks (on Linux 5.6
+// and later, none on the whole path), so one that turns into a FIFO or a
+// symlink while the pack runs is reported, not waited on or followed
+// out of DIR.
+//
+// A PACK argument must be a regular file: a FIFO or a device is refused
+// rather than waited on or read until it ends.
 //
 // unpack extracts what is sound: a damaged entry is reported and left out
 // with nothing of it in place, directory modes and times are restored in
-// every case, and the exit status is then 1. Owners are not restored, so
+// every case, and the exit status is then 1. Nothing is written outside
+// DIR: a symlink found in DIR where a directory goes is never followed
+// (it is an error, or replaced with -force). Owners are not restored, so
 // files lose setuid and setgid bits, as with tar run without
 // --same-owner. Paths given to ls and cat are cleaned as a shell user
 // writes them ("net/", "./net", "/net", "net//http").
@@ -122,7 +131,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			printUsage(stdout)
 			return 0
 		}
-		fmt.Fprintf(stderr, "packfs %s: %v\n", cmd.name, err)
+		fmt.Fprintf(stderr, "packfs %s: %s\n", cmd.name, printable(err.Error()))
 		printUsage(stderr)
 		return 2
 	}

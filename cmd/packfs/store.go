@@ -14,10 +14,13 @@ import (
 	"syscall"
 	"text/tabwriter"
 
+	"golang.org/x/term"
+
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/packreader"
 	"github.com/packfs/packfs/packwriter"
+	"github.com/packfs/packfs/vfs"
 )
 
 const storeHelp = "Work on a store directory (packfs.Open): info, checkpoint, flatten, verify, export, import; 'packfs store help' lists them."
@@ -115,7 +118,32 @@ func openStoreWritable(dir string, create bool) (*packfs.Store, error) {
 			return nil, fmt.Errorf("%s: not a store directory (no %s)", dir, storeManifest)
 		}
 	}
-	return packfs.Open(dir, nil)
+	s, err := packfs.Open(dir, nil)
+	if errors.Is(err, vfs.ErrLocked) {
+		return nil, storeBusy{dir: dir, err: err}
+	}
+	return s, err
+}
+
+// storeBusy says a store's lock is held by another writer, without the
+// prefixes of the packages it went through.
+type storeBusy struct {
+	dir string
+	err error
+}
+
+func (e storeBusy) Error() string {
+	return e.dir + ": the store is open for writing elsewhere (a program or another packfs command); try again once it is closed"
+}
+func (e storeBusy) Unwrap() error { return e.err }
+
+// storeEmpty reports whether s holds nothing: no checkpoint, no pack, no
+// entry. Only such a store may be removed by an import that failed
+// after making it; another import may have filled it meanwhile.
+func storeEmpty(s *packfs.Store) bool {
+	info := s.Info()
+	ents, err := fs.ReadDir(s, ".")
+	return err == nil && len(ents) == 0 && info.Generation == 0 && len(info.Packs) == 0
 }
 
 func storeCheckpoint(args []string, stdout, _ io.Writer) error {
@@ -209,6 +237,9 @@ func storeExport(args []string, stdout, _ io.Writer) error {
 // would take for a pack of its own left over and remove.
 func exportPackTo(out, dir string, fsys fs.FS, stdout io.Writer) error {
 	if out == "-" {
+		if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			return errTerminal
+		}
 		return packwriter.Write(stdout, fsys)
 	}
 	fi, err := os.Stat(out)
@@ -296,6 +327,9 @@ func storeImport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Under the store's lock: the directory looked new before it, but
+	// another import may have made and filled the store in between.
+	created = created && storeEmpty(s)
 	items, err := planImport(s, src, srcName, dir, at, stderr)
 	if err == nil {
 		err = runImport(s, src, items)
@@ -371,7 +405,7 @@ func planImport(s *packfs.Store, src fs.FS, srcName, dir, at string, stderr io.W
 			return err
 		}
 		if !isPack && storeDir != nil && info.IsDir() && os.SameFile(info, storeDir) {
-			fmt.Fprintf(stderr, "packfs store import: %s: skipping the store's own directory\n", filepath.Join(srcName, p))
+			fmt.Fprintf(stderr, "packfs store import: %s: skipping the store's own directory\n", printable(filepath.Join(srcName, p)))
 			return fs.SkipDir
 		}
 		dst := at
