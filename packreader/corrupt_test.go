@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/packfs/packfs/internal/packformat"
 	"github.com/packfs/packfs/layer"
+	"github.com/packfs/packfs/layer/mem"
 	"github.com/packfs/packfs/packreader"
 	"github.com/packfs/packfs/packwriter"
 )
@@ -636,4 +637,26 @@ func overlapPack(t *testing.T) []byte {
 	}
 	binary.LittleEndian.PutUint64(data[len(data)-packformat.FooterSize+40:], logical)
 	return fixCRC(data)
+}
+
+// TestIssue15TrailingData: bytes appended to a pack are named as such, not
+// as a truncated pack.
+func TestIssue15TrailingData(t *testing.T) {
+	m := mem.New()
+	if err := m.WriteFile("a", []byte("alpha"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := packwriter.Write(&buf, m.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	data := append(buf.Bytes(), "garbage\n"...)
+	_, err := packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)))
+	if !errors.Is(err, packreader.ErrCorrupt) || !strings.Contains(err.Error(), "8 bytes of trailing data") {
+		t.Errorf("open with 8 bytes appended: %v; want ErrCorrupt naming trailing data", err)
+	}
+	cut := buf.Bytes()[:buf.Len()-3]
+	if _, err := packreader.OpenReaderAt(bytes.NewReader(cut), int64(len(cut))); !errors.Is(err, packreader.ErrCorrupt) || strings.Contains(err.Error(), "trailing") {
+		t.Errorf("open of a truncated pack: %v", err)
+	}
 }

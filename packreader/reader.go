@@ -147,6 +147,11 @@ func (r *Reader) load(ra io.ReaderAt) error {
 		return err
 	}
 	if err := r.init(hdr, foot); err != nil {
+		if string(foot[56:]) != packformat.EndMagic && string(hdr[:8]) == packformat.Magic {
+			if end, ok := endBefore(ra, r.size); ok {
+				return corrupt("%d bytes of trailing data after the pack's end at offset %d", r.size-end, end)
+			}
+		}
 		return err
 	}
 	crc := crc32.Update(0, packformat.Castagnoli, hdr)
@@ -190,6 +195,28 @@ func (r *Reader) setMeta(meta []byte) {
 	r.keys = meta[n:k:k]
 	r.strs = meta[k:m:m]
 	r.table = meta[m:len(meta):len(meta)]
+}
+
+// trailingScan is how far from its end a file is searched for the end of
+// a pack that something was appended to.
+const trailingScan = 1 << 20
+
+// endBefore looks for the end magic of a pack in the last trailingScan
+// bytes of a file of size bytes whose own last bytes are not one, and
+// returns where the pack would end: a file with data appended to a pack
+// is told apart from a truncated one.
+func endBefore(ra io.ReaderAt, size uint64) (uint64, bool) {
+	n := min(size, trailingScan)
+	tail := make([]byte, n)
+	if err := readFull(ra, tail, int64(size-n)); err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndex(tail, []byte(packformat.EndMagic))
+	if i < 0 {
+		return 0, false
+	}
+	end := size - n + uint64(i) + uint64(len(packformat.EndMagic))
+	return end, end >= packformat.HeaderSize+packformat.FooterSize
 }
 
 // readFull reads len(p) bytes at off; a short read means the pack is
