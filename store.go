@@ -719,53 +719,57 @@ func (s *Store) view(op, name string) (*FS, error) {
 func (s *Store) Open(name string) (fs.File, error) { return s.OpenFile(name, os.O_RDONLY, 0) }
 
 func (s *Store) Stat(name string) (fs.FileInfo, error) {
-	u, err := s.view("stat", name)
-	if err != nil {
-		return nil, err
-	}
-	return u.Stat(name)
+	return readView(s, "stat", name, func(u *FS) (fs.FileInfo, error) { return u.Stat(name) })
 }
 
 func (s *Store) Lstat(name string) (fs.FileInfo, error) {
-	u, err := s.view("lstat", name)
-	if err != nil {
-		return nil, err
-	}
-	return u.Lstat(name)
+	return readView(s, "lstat", name, func(u *FS) (fs.FileInfo, error) { return u.Lstat(name) })
 }
 
 func (s *Store) ReadDir(name string) ([]fs.DirEntry, error) {
-	u, err := s.view("readdir", name)
-	if err != nil {
-		return nil, err
-	}
-	return u.ReadDir(name)
+	return readView(s, "readdir", name, func(u *FS) ([]fs.DirEntry, error) { return u.ReadDir(name) })
 }
 
 func (s *Store) ReadFile(name string) ([]byte, error) {
-	u, err := s.view("open", name)
-	if err != nil {
-		return nil, err
-	}
-	return u.ReadFile(name)
+	return readView(s, "open", name, func(u *FS) ([]byte, error) { return u.ReadFile(name) })
 }
 
 func (s *Store) ReadLink(name string) (string, error) {
-	u, err := s.view("readlink", name)
-	if err != nil {
-		return "", err
-	}
-	return u.ReadLink(name)
+	return readView(s, "readlink", name, func(u *FS) (string, error) { return u.ReadLink(name) })
 }
 
 func (s *Store) Readlink(name string) (string, error) { return s.ReadLink(name) }
 
 func (s *Store) Glob(pattern string) ([]string, error) {
-	u, err := s.view("glob", pattern)
-	if err != nil {
-		return nil, err
+	return readView(s, "glob", pattern, func(u *FS) ([]string, error) { return fs.Glob(u, pattern) })
+}
+
+// readView runs fn, a read of the tree, on the union readers see, and runs
+// it again if a transaction began or ended applying meanwhile: a read of
+// the live union then may have seen part of the transaction (a reader
+// that found no frozen state, and then the live one under change), and
+// the state before it, frozen, is read instead.
+func readView[T any](s *Store, op, name string, fn func(u *FS) (T, error)) (T, error) {
+	for {
+		switch {
+		case s.shut.Load():
+			var zero T
+			return zero, layer.PathError(op, name, fs.ErrClosed)
+		case s.fallback.Load() != nil:
+			return fn(s.fallback.Load())
+		}
+		q := s.applying.Load()
+		if q%2 == 1 {
+			if f := s.frozen.Load(); f != nil {
+				return fn(f)
+			}
+			continue
+		}
+		v, err := fn(s.live.Load())
+		if s.applying.Load() == q {
+			return v, err
+		}
 	}
-	return fs.Glob(u, pattern)
 }
 
 func (s *Store) Sub(dir string) (fs.FS, error) {
