@@ -531,9 +531,6 @@ func (s *Store) logChange(o op, opName string) (wal.LSN, error) {
 		s.inflight.Add(1)
 		defer s.inflight.Add(-1)
 	}
-	if err := checkOp(o, opName); err != nil {
-		return 0, err
-	}
 	if err := s.lockChange(opName, o.path); err != nil {
 		return 0, err
 	}

@@ -75,7 +75,6 @@ func TestConformanceStore(t *testing.T) {
 	} else {
 		opts = append(opts, conformance.WithSeeds(600))
 	}
-	opts = append(opts, conformance.Skip("NegativeOffsets", "issue 13 item 4, fixed apart: a store file's WriteAt takes -1 for the current offset"))
 	before := storeSettles.Load()
 	conformance.Run(t, func(t *testing.T) layer.FS {
 		dir := t.TempDir()

@@ -63,11 +63,6 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 		s.hmu.Unlock()
 		return h, nil
 	}
-	if flag&os.O_CREATE != 0 {
-		if err := checkName("open", name); err != nil {
-			return nil, err
-		}
-	}
 	if err := s.lockChange("open", name); err != nil {
 		return nil, err
 	}

@@ -126,9 +126,6 @@ func (tx *Tx) change(o op, opName string) error {
 	if tx.done {
 		return layer.PathError(opName, o.path, fs.ErrClosed)
 	}
-	if err := checkOp(o, opName); err != nil {
-		return err
-	}
 	t := time.Now()
 	tx.now, o.time = t, t.UnixNano()
 	if err := apply(tx.fs, o); err != nil {

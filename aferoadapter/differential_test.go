@@ -57,8 +57,6 @@ func TestDifferential(t *testing.T) {
 // the layer's owner; remove a line when its fix is merged. Each names the
 // issue's item and what it leaves out (see excluded).
 var diffExclusions = []string{
-	// Issue 13 item 4: the store's WriteAt at -1 writes at the offset.
-	"store: WriteAt at a negative offset (negativeWriteAt)",
 	// Not in issue 13, found here: dirfs (both modes) opens with O_CREAT
 	// through a final symlink whose target ends in a slash as ENOENT or
 	// ELOOP, where Linux gives EISDIR whatever the target names.
@@ -89,8 +87,6 @@ func (h *hostFs) createThroughSlashLink(c call) bool {
 	return slashLink
 }
 
-// negativeWriteAt is a WriteAt at a negative offset: diffExclusions.
-func negativeWriteAt(c call) bool { return c.op == "WriteAt" && c.off < 0 }
 
 // excludeSlashLinks leaves out the calls that follow, as the last element
 // of a plain name, a symlink whose target ends in a slash, and MkdirAll's
@@ -518,7 +514,7 @@ func TestDifferentialStore(t *testing.T) {
 		if err := s.Chmod(".", 0o755); err != nil {
 			t.Fatal(err)
 		}
-		return stack{fs: aferoadapter.New(s), exclude: negativeWriteAt, close: func() {
+		return stack{fs: aferoadapter.New(s), close: func() {
 			s.Close()
 			os.RemoveAll(dir)
 		}}
