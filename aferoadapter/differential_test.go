@@ -87,7 +87,6 @@ func (h *hostFs) createThroughSlashLink(c call) bool {
 	return slashLink
 }
 
-
 // excludeSlashLinks leaves out the calls that follow, as the last element
 // of a plain name, a symlink whose target ends in a slash, and MkdirAll's
 // that follow one anywhere (os's algorithm stats the name's prefixes,
