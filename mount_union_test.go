@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/conformance"
 	"github.com/packfs/packfs/layer"
@@ -316,7 +317,7 @@ func TestConformanceMounted(t *testing.T) {
 	}
 	before := remounts.Load()
 	conformance.Run(t, func(t *testing.T) layer.FS { return newMountView(t) }, opts...)
-	if remounts.Load() == before && !testing.Short() {
+	if remounts.Load() == before && !testsize.Short() {
 		t.Error("the differential test never remounted")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/vfs"
 	"github.com/packfs/packfs/vfs/vfstest"
@@ -235,7 +236,7 @@ func TestStoreCrashEveryOperation(t *testing.T) {
 	seen, total := states(t)
 	t.Logf("%d distinct states, %d file-system operations", len(seen), total)
 	stride := 1
-	if raceEnabled || testing.Short() {
+	if raceEnabled || testsize.Short() {
 		stride = 17
 	}
 	for _, keep := range []float64{0, 0.1, 0.5, 0.9} {
@@ -287,7 +288,7 @@ func checkRecovered(t *testing.T, fsys vfs.FS, seen map[string][]int, acked int,
 func TestStoreFaultEveryOperation(t *testing.T) {
 	seen, total := states(t)
 	stride := 1
-	if raceEnabled || testing.Short() {
+	if raceEnabled || testsize.Short() {
 		stride = 11
 	}
 	surfaced := 0

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/vfs"
 	"github.com/packfs/packfs/vfs/vfstest"
@@ -266,7 +267,7 @@ func readOnlyBesideCheckpoints(t *testing.T, dir string, fsys vfs.FS) {
 		}
 	}()
 	opens := 400
-	if testing.Short() || raceEnabled {
+	if testsize.Short() || raceEnabled {
 		opens = 60
 	}
 	// Open at least opens times, and until the writer has checkpointed
@@ -497,7 +498,7 @@ func TestIssue14ReadOnlyBesideReopens(t *testing.T) {
 		}
 	}()
 	opens := 300
-	if testing.Short() || raceEnabled {
+	if testsize.Short() || raceEnabled {
 		opens = 50
 	}
 	for n := range opens {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/vfs"
 	"github.com/packfs/packfs/vfs/vfstest"
@@ -162,7 +163,7 @@ func TestIssue14FlattenUnderWriter(t *testing.T) {
 				}()
 			}
 			rounds := 60
-			if testing.Short() {
+			if testsize.Short() {
 				rounds = 20
 			}
 			for i := range rounds {
@@ -1076,7 +1077,7 @@ func TestIssue14ManifestFailureGoesOn(t *testing.T) {
 // 15 of 100 runs).
 func TestIssue14ReadBesideTransaction(t *testing.T) {
 	rounds := 20
-	if testing.Short() || raceEnabled {
+	if testsize.Short() || raceEnabled {
 		rounds = 5
 	}
 	for range rounds {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs"
 )
 
@@ -54,7 +55,7 @@ func TestStoreKillChild(t *testing.T) {
 // reopened store must hold exactly a prefix of the transactions that
 // includes every one the child reported committed.
 func TestStoreSIGKILL(t *testing.T) {
-	if testing.Short() {
+	if testsize.Short() {
 		t.Skip("runs 50 child processes")
 	}
 	dir := t.TempDir()

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/packfs/packfs/internal/testsize"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/conformance"
@@ -83,7 +85,7 @@ func TestConformanceStore(t *testing.T) {
 		t.Cleanup(func() { r.Store.Close() })
 		return r
 	}, opts...)
-	if storeSettles.Load() == before && !testing.Short() {
+	if storeSettles.Load() == before && !testsize.Short() {
 		t.Error("the differential test never settled")
 	}
 }

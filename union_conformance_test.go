@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/conformance"
 	"github.com/packfs/packfs/layer"
@@ -61,7 +62,7 @@ func TestConformanceSettling(t *testing.T) {
 	conformance.Run(t, func(t *testing.T) layer.FS {
 		return &settling{FS: packfs.New(mem.New(), mem.New().Snapshot())}
 	}, opts...)
-	if settles.Load() == before && !testing.Short() {
+	if settles.Load() == before && !testsize.Short() {
 		t.Error("the differential test never settled")
 	}
 }
@@ -107,7 +108,7 @@ func TestConformanceOverPacks(t *testing.T) {
 	}, opts...)
 	made := packsMade.Load() - before
 	t.Logf("%d delta packs made", made)
-	if made == 0 && !testing.Short() {
+	if made == 0 && !testsize.Short() {
 		t.Error("the differential test never settled into a pack")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/conformance"
 	"github.com/packfs/packfs/dirfs"
@@ -178,7 +179,7 @@ func TestConformanceOverPackOverDirfs(t *testing.T) {
 	conformance.Run(t, func(t *testing.T) layer.FS { return newHostSettling(t) }, opts...)
 	settled := hostSettles.Load() - before
 	t.Logf("%d settles left content in both the pack and the host directory", settled)
-	if settled == 0 && !testing.Short() {
+	if settled == 0 && !testsize.Short() {
 		t.Error("the differential test never filled both lowers")
 	}
 }

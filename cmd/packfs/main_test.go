@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/packfs/packfs/internal/testsize"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/packfs/packfs/conformance"
 	"github.com/packfs/packfs/layer/mem"
@@ -70,7 +72,7 @@ func dump(t *testing.T, fsys fs.FS) []entry {
 func TestRoundTrip(t *testing.T) {
 	for _, tree := range conformance.Trees() {
 		t.Run(tree.Name, func(t *testing.T) {
-			if raceEnabled && (tree.Name == "wide" || tree.Name == "sizes") && !testing.Short() {
+			if raceEnabled && (tree.Name == "wide" || tree.Name == "sizes") && !testsize.Short() {
 				t.Skip("large tree: run without -race")
 			}
 			m := mem.New()
