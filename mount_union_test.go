@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/conformance"
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/layer/mem"
 )

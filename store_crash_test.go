@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs"
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs/vfs"
 	"github.com/packfs/packfs/vfs/vfstest"
 )

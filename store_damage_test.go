@@ -13,8 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs"
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs/vfs"
 	"github.com/packfs/packfs/vfs/vfstest"
 )

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs"
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs/vfs"
 	"github.com/packfs/packfs/vfs/vfstest"
 )

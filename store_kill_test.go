@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs"
+	"github.com/packfs/packfs/internal/testsize"
 )
 
 const killDirEnv = "PACKFS_KILL_TEST_DIR"

@@ -8,10 +8,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/conformance"
 	"github.com/packfs/packfs/dirfs"
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/layer/mem"
 )
