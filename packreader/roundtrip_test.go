@@ -294,3 +294,37 @@ func skipLargeUnderRace(t *testing.T, tree conformance.Tree) {
 		t.Skip("large tree: covered by TestConformanceReadOnly under -race")
 	}
 }
+
+// TestIssue14ConcurrentFirstChecks: goroutines that read the same
+// contents of a fresh Reader at once check each once between them; a
+// healthy pack is never reported as holding overlapping contents.
+func TestIssue14ConcurrentFirstChecks(t *testing.T) {
+	m := mem.New()
+	for i := range 8 {
+		must(t, m.WriteFile(fmt.Sprintf("f%d", i), bytes.Repeat([]byte{byte(i)}, 64<<10+i), 0o644))
+	}
+	name := filepath.Join(t.TempDir(), "p.pack")
+	must(t, packwriter.WriteFile(name, m.Snapshot()))
+	for round := range 100 {
+		r, err := packreader.Open(name)
+		must(t, err)
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 8 {
+					if _, err := r.ReadFile(fmt.Sprintf("f%d", i)); err != nil {
+						t.Errorf("round %d: %v", round, err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		must(t, r.Close())
+		if t.Failed() {
+			return
+		}
+	}
+}
