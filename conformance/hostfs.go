@@ -2,10 +2,8 @@ package conformance
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -318,23 +316,9 @@ func (f *hostFile) ReadDir(n int) ([]fs.DirEntry, error) {
 		if err != nil {
 			return nil, f.h.strip(err)
 		}
-		slices.SortFunc(infos, func(a, b fs.FileInfo) int { return strings.Compare(a.Name(), b.Name()) })
-		f.dir = make([]fs.DirEntry, len(infos))
-		for i, fi := range infos {
-			f.dir[i] = fs.FileInfoToDirEntry(fi)
-		}
-		f.listed = true
+		f.dir, f.listed = layer.SortedEntries(infos), true
 	}
-	k := len(f.dir)
-	if n > 0 {
-		if k == 0 {
-			return nil, io.EOF
-		}
-		k = min(k, n)
-	}
-	list := f.dir[:k:k]
-	f.dir = f.dir[k:]
-	return list, nil
+	return layer.NextBatch(&f.dir, n)
 }
 
 // isRoot reports whether the process runs as root, which permission bits do

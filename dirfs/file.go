@@ -2,7 +2,6 @@ package dirfs
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -126,22 +125,7 @@ func (f *file) ReadDir(n int) ([]fs.DirEntry, error) {
 		}
 		f.dir, f.listed = list, true
 	}
-	k := len(f.dir)
-	if n > 0 {
-		if k == 0 {
-			return nil, io.EOF
-		}
-		k = min(k, n)
-	}
-	list := f.dir[:k:k]
-	f.dir = f.dir[k:]
-	if len(f.dir) == 0 {
-		f.dir = nil // let the listing go
-	}
-	if list == nil {
-		list = []fs.DirEntry{} // as os: an empty slice, not nil
-	}
-	return list, nil
+	return layer.NextBatch(&f.dir, n)
 }
 
 // dirEntry is an entry of a directory read through a descriptor: its Info
