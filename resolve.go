@@ -285,6 +285,9 @@ func (u *FS) walkTo(root *node, name string, follow, create bool) (dir, n *node,
 			}
 			continue
 		}
+		if err := pathwalk.CheckElem(elem); err != nil {
+			return nil, nil, -1, err
+		}
 		mustDir := last && w.Slash()
 		if mustDir && create {
 			return done(cur), &node{parent: cur, name: elem, slash: true}, -1, nil
