@@ -71,6 +71,9 @@ type resolved struct {
 	last  last
 	slash bool // slashes follow the last element: it must be a directory
 	hops  int  // symlinks followed so far
+	// long is set when the last element is over NAME_MAX: the kernel
+	// refuses it at its lookup, after any lookup an operation makes first.
+	long bool
 }
 
 // path returns the io/fs path of what r names, without following a final
@@ -148,7 +151,9 @@ func (a *Fs) resolve(name string) (resolved, error) {
 	if err := a.walk(&r, el[:len(el)-1]); err != nil {
 		return r, err
 	}
-	return r, r.setLast(el[len(el)-1])
+	err := r.setLast(el[len(el)-1])
+	r.long = err != nil
+	return r, err
 }
 
 // walk moves r.dir through el, each a directory or a symlink to one.
