@@ -1,6 +1,7 @@
 package aferoadapter
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"strings"
@@ -159,7 +160,12 @@ func (a *Fs) resolve(name string) (resolved, error) {
 // walk moves r.dir through el, each a directory or a symlink to one.
 func (a *Fs) walk(r *resolved, el []string) error {
 	if lf, ok := a.fsys.(pathwalk.LookupFS); ok {
-		return a.walkAt(lf, r, el)
+		saved := *r
+		err := a.walkAt(lf, r, el)
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return err
+		}
+		*r = saved // a union with mounts: they are matched on paths
 	}
 	return a.walkPaths(r, el)
 }

@@ -105,3 +105,38 @@ func TestIssue14ProbeDecoratedLinkAmplification(t *testing.T) {
 		})
 	}
 }
+
+// TestIssue14ProbeDecoratedThroughMount: a decorated name resolves
+// through a mount of the union, and ".." out of it, as a plain one does.
+func TestIssue14ProbeDecoratedThroughMount(t *testing.T) {
+	m := mem.New()
+	if err := m.MkdirAll("x/y", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WriteFile("x/y/f", []byte("F"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u := packfs.New(mem.New(), mem.New().Snapshot())
+	if err := u.MkdirAll("mnt/at", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.WriteFile("mnt/g", []byte("G"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Mount("mnt/at", m.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	fsys := aferoadapter.New(u)
+	for name, want := range map[string]string{
+		"/mnt/at/x/y/f": "F", "/mnt/./at/x/../x/y/f": "F", "/mnt/at/x/y/../../../g": "G",
+		"mnt/at/./x/y//f": "F",
+	} {
+		got, err := afero.ReadFile(fsys, name)
+		if err != nil || string(got) != want {
+			t.Errorf("ReadFile(%s) = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if _, err := fsys.Stat("/mnt/at/x/y/f/"); !errors.Is(err, syscall.ENOTDIR) {
+		t.Errorf("Stat with a trailing slash on a file: %v, want ENOTDIR", err)
+	}
+}
