@@ -282,3 +282,35 @@ func TestIssue14ProbeShadowRemoval(t *testing.T) {
 			})
 	})
 }
+
+// TestIssue14ProbeOpaqueRecreate: a lower directory removed and made
+// again (by Mkdir or by MkdirAll of a chain through it) is opaque from the
+// instant it shows: readers never see the lower's entries in it.
+func TestIssue14ProbeOpaqueRecreate(t *testing.T) {
+	hidden := func(name string, s probeState) string {
+		switch {
+		case name == "d/big" && !s.missing:
+			return "the removed lower file shows through"
+		case name == "d" && !s.missing && s.fi.Mode() != fs.ModeDir|0o700:
+			return fmt.Sprintf("directory d with mode %v", s.fi.Mode())
+		}
+		return ""
+	}
+	for _, c := range []struct {
+		name string
+		op   func(u *packfs.FS) error
+	}{
+		{"Mkdir", func(u *packfs.FS) error { return u.Mkdir("d", 0o700) }},
+		{"MkdirAll", func(u *packfs.FS) error { return u.MkdirAll("d/e/f/g", 0o700) }},
+		{"WriteFileAfterMkdir", func(u *packfs.FS) error {
+			if err := u.Mkdir("d", 0o700); err != nil {
+				return err
+			}
+			return u.WriteFile("d/other", []byte("x"), 0o644)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			watchOp(t, func(u *packfs.FS) error { return u.RemoveAll("d") }, c.op, []string{"d", "d/big"}, hidden)
+		})
+	}
+}
