@@ -180,7 +180,8 @@ func (a *Fs) walkAt(lf pathwalk.LookupFS, r *resolved, el []string) error {
 		dir pathwalk.Dir
 		end int // where its path ends in buf
 	}
-	stack := []level{{nil, 0}}
+	var stackBuf [16]level // room for a shallow walk without allocating
+	stack := append(stackBuf[:0], level{nil, 0})
 	buf := make([]byte, 0, len(r.dir)+len(el)*2)
 	push := func(e string, dir pathwalk.Dir) {
 		if len(buf) > 0 {
@@ -207,7 +208,8 @@ func (a *Fs) walkAt(lf pathwalk.LookupFS, r *resolved, el []string) error {
 		}
 	}
 	// pending holds the strings left to read, the latest target on top.
-	pending := []string{strings.Join(el, "/")}
+	var pendingBuf [4]string
+	pending := append(pendingBuf[:0], strings.Join(el, "/"))
 	for {
 		n := len(pending) - 1
 		for n >= 0 {
