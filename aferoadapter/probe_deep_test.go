@@ -1,7 +1,10 @@
 package aferoadapter_test
 
 import (
+	"bytes"
 	"errors"
+	"github.com/packfs/packfs/packreader"
+	"github.com/packfs/packfs/packwriter"
 	"runtime"
 	"strings"
 	"syscall"
@@ -138,5 +141,42 @@ func TestIssue14ProbeDecoratedThroughMount(t *testing.T) {
 	}
 	if _, err := fsys.Stat("/mnt/at/x/y/f/"); !errors.Is(err, syscall.ENOTDIR) {
 		t.Errorf("Stat with a trailing slash on a file: %v, want ENOTDIR", err)
+	}
+}
+
+// TestIssue13ProbeDecoratedOverPack: the adapter over a pack alone (read
+// only, resolved by LookupAt) walks decorated names, links and ".." as
+// over mem.
+func TestIssue13ProbeDecoratedOverPack(t *testing.T) {
+	m := mem.New()
+	for _, err := range []error{
+		m.MkdirAll("d/e", 0o755), m.WriteFile("d/e/f", []byte("F"), 0o644),
+		m.Symlink("d/e", "l"), m.Symlink("../d", "d/up"), m.Symlink("/d/e/f", "abs"),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := packwriter.Write(&buf, m.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	p, err := packreader.OpenReaderAt(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fsys := range []afero.Fs{aferoadapter.New(p), aferoadapter.New(m)} {
+		for _, name := range []string{"/d/./e/f", "/l/../e/f", "/d/up/up/e/./f", "//l//f", "/d/e/../../abs", "/l/../../abs"} {
+			if got, err := afero.ReadFile(fsys, name); err != nil || string(got) != "F" {
+				t.Errorf("%s: ReadFile(%s) = %q, %v", fsys.Name(), name, got, err)
+			}
+		}
+		for name, want := range map[string]error{
+			"/l/f/": syscall.ENOTDIR, "/d/e/f/..": syscall.ENOTDIR, "/abs/.": syscall.ENOTDIR, "/x/..": syscall.ENOENT,
+		} {
+			if _, err := fsys.Stat(name); !errors.Is(err, want) {
+				t.Errorf("%s: Stat(%s) = %v, want %v", fsys.Name(), name, err, want)
+			}
+		}
 	}
 }
