@@ -3,8 +3,6 @@ package aferoadapter_test
 import (
 	"bytes"
 	"errors"
-	"github.com/packfs/packfs/packreader"
-	"github.com/packfs/packfs/packwriter"
 	"runtime"
 	"strings"
 	"syscall"
@@ -13,6 +11,8 @@ import (
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/aferoadapter"
 	"github.com/packfs/packfs/layer/mem"
+	"github.com/packfs/packfs/packreader"
+	"github.com/packfs/packfs/packwriter"
 	"github.com/spf13/afero"
 )
 
