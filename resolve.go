@@ -285,6 +285,9 @@ func (u *FS) walkTo(root *node, name string, follow, create bool) (dir, n *node,
 			}
 			continue
 		}
+		if err := pathwalk.CheckElem(elem); err != nil {
+			return nil, nil, -1, err
+		}
 		mustDir := last && w.Slash()
 		if mustDir && create {
 			return done(cur), &node{parent: cur, name: elem, slash: true}, -1, nil
@@ -525,8 +528,12 @@ var _ pathwalk.LookupFS = (*FS)(nil)
 // LookupAt (nil: the root), so that a union stacked over this one (over
 // its snapshot) resolves a path in one lookup per element too. A union
 // with mounts is asked by paths instead (see lookupIn): its mounts are
-// matched on names.
+// matched on names: it gives errors.ErrUnsupported, so that a caller
+// falls back to paths rather than walk past a mount point.
 func (u *FS) LookupAt(dir pathwalk.Dir, name string) (pathwalk.Entry, error) {
+	if u.mounts.Load() != nil {
+		return pathwalk.Entry{}, errors.ErrUnsupported
+	}
 	d, err := u.dirAt(dir)
 	if err != nil {
 		return pathwalk.Entry{}, err
@@ -547,6 +554,9 @@ func (u *FS) LookupAt(dir pathwalk.Dir, name string) (pathwalk.Entry, error) {
 
 // ReadLinkAt returns the target of the symlink name in dir.
 func (u *FS) ReadLinkAt(dir pathwalk.Dir, name string) (string, error) {
+	if u.mounts.Load() != nil {
+		return "", errors.ErrUnsupported
+	}
 	d, err := u.dirAt(dir)
 	if err != nil {
 		return "", err

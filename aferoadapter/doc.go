@@ -24,9 +24,11 @@
 // lexically, relative to the root of the file system whether or not they
 // start with a slash. A plain name (past its leading slashes, elements
 // that are names, no trailing slash) goes to the layer as it is, at no
-// cost. Any other name is walked element by element from the root over
-// the layer's Lstat and Readlink, with the rules of package
-// internal/pathwalk:
+// cost. Any other name is walked element by element from the root, with
+// one lookup per element where the layer can look a name up in a
+// directory it found before (mem, packs, the union: linear in the name's
+// length), else over the layer's Lstat and Readlink of each prefix, with
+// the rules of package internal/pathwalk:
 //
 //   - "" is ENOENT for every operation; doubled slashes count as one;
 //   - every element but the last must be a directory, and a symlink there

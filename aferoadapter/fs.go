@@ -328,9 +328,10 @@ func (a *Fs) renamePaths(oldname, newname string) (p1, p2 string, err error) {
 	if err != nil {
 		return fail(err)
 	}
-	r2, err := a.resolve(newname)
-	if err != nil {
-		return fail(err)
+	// A new name too long is refused at its lookup, after the old one's.
+	r2, err2 := a.resolve(newname)
+	if err2 != nil && !r2.long {
+		return fail(err2)
 	}
 	if r1.last != lastNorm || r2.last != lastNorm {
 		return fail(syscall.EBUSY)
@@ -339,6 +340,9 @@ func (a *Fs) renamePaths(oldname, newname string) (p1, p2 string, err error) {
 	fi, err := fs.Lstat(a.fsys, p1)
 	if err != nil {
 		return fail(cause(err))
+	}
+	if err2 != nil {
+		return fail(err2)
 	}
 	if !fi.IsDir() && (r1.slash || r2.slash) {
 		return fail(syscall.ENOTDIR)

@@ -1,6 +1,7 @@
 package aferoadapter
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"strings"
@@ -71,6 +72,9 @@ type resolved struct {
 	last  last
 	slash bool // slashes follow the last element: it must be a directory
 	hops  int  // symlinks followed so far
+	// long is set when the last element is over NAME_MAX: the kernel
+	// refuses it at its lookup, after any lookup an operation makes first.
+	long bool
 }
 
 // path returns the io/fs path of what r names, without following a final
@@ -148,11 +152,128 @@ func (a *Fs) resolve(name string) (resolved, error) {
 	if err := a.walk(&r, el[:len(el)-1]); err != nil {
 		return r, err
 	}
-	return r, r.setLast(el[len(el)-1])
+	err := r.setLast(el[len(el)-1])
+	r.long = err != nil
+	return r, err
 }
 
 // walk moves r.dir through el, each a directory or a symlink to one.
 func (a *Fs) walk(r *resolved, el []string) error {
+	if lf, ok := a.fsys.(pathwalk.LookupFS); ok {
+		saved := *r
+		err := a.walkAt(lf, r, el)
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return err
+		}
+		*r = saved // a union with mounts: they are matched on paths
+	}
+	return a.walkPaths(r, el)
+}
+
+// walkAt is walk over a layer that looks one element up in a directory it
+// found before: a lookup per element, the directory's path grown in one
+// buffer and each followed target pushed on a stack of pending strings,
+// so that the walk costs time and allocation linear in what it reads
+// (asking the layer for each prefix by its path was quadratic in depth).
+func (a *Fs) walkAt(lf pathwalk.LookupFS, r *resolved, el []string) error {
+	type level struct {
+		dir pathwalk.Dir
+		end int // where its path ends in buf
+	}
+	var stackBuf [16]level // room for a shallow walk without allocating
+	stack := append(stackBuf[:0], level{nil, 0})
+	buf := make([]byte, 0, len(r.dir)+len(el)*2)
+	push := func(e string, dir pathwalk.Dir) {
+		if len(buf) > 0 {
+			buf = append(buf, '/')
+		}
+		buf = append(buf, e...)
+		stack = append(stack, level{dir, len(buf)})
+	}
+	setDir := func() {
+		if r.dir = string(buf); r.dir == "" {
+			r.dir = "."
+		}
+	}
+	if r.dir != "." {
+		for _, e := range strings.Split(r.dir, "/") {
+			ent, err := lf.LookupAt(stack[len(stack)-1].dir, e)
+			if err != nil {
+				return cause(err)
+			}
+			if !ent.Info.IsDir() {
+				return syscall.ENOTDIR
+			}
+			push(e, ent.Dir)
+		}
+	}
+	// pending holds the strings left to read, the latest target on top.
+	var pendingBuf [4]string
+	pending := append(pendingBuf[:0], strings.Join(el, "/"))
+	for {
+		n := len(pending) - 1
+		for n >= 0 {
+			if pending[n] = strings.TrimLeft(pending[n], "/"); pending[n] != "" {
+				break
+			}
+			n--
+		}
+		if n < 0 {
+			break
+		}
+		pending = pending[:n+1]
+		e, rest, _ := strings.Cut(pending[n], "/")
+		pending[n] = rest
+		switch e {
+		case ".":
+			continue
+		case "..":
+			if len(stack) > 1 {
+				stack = stack[:len(stack)-1]
+				buf = buf[:stack[len(stack)-1].end]
+			}
+			continue
+		}
+		if len(e) > maxName {
+			setDir()
+			return syscall.ENAMETOOLONG
+		}
+		cur := stack[len(stack)-1].dir
+		ent, err := lf.LookupAt(cur, e)
+		switch {
+		case err != nil:
+			setDir()
+			return cause(err)
+		case ent.Info.Mode()&fs.ModeSymlink != 0:
+			if r.hops++; r.hops > pathwalk.MaxSymlinks {
+				setDir()
+				return syscall.ELOOP
+			}
+			target, err := lf.ReadLinkAt(cur, e)
+			switch {
+			case err != nil:
+				setDir()
+				return cause(err)
+			case target == "":
+				setDir()
+				return syscall.ENOENT
+			case target[0] == '/':
+				stack, buf = stack[:1], buf[:0]
+			}
+			pending = append(pending, target)
+		case ent.Info.IsDir():
+			push(e, ent.Dir)
+		default:
+			setDir()
+			return syscall.ENOTDIR
+		}
+	}
+	setDir()
+	return nil
+}
+
+// walkPaths is walk over a layer asked by paths: an Lstat of each prefix.
+func (a *Fs) walkPaths(r *resolved, el []string) error {
 	for len(el) > 0 {
 		e := el[0]
 		el = el[1:]

@@ -14,7 +14,8 @@
 // Symlinks resolve inside the pack: absolute targets from the pack's root,
 // ".." stopping at the root, ELOOP after 40 links, and ENAMETOOLONG for a
 // path or a target of 4,096 bytes or more (Linux's PATH_MAX), refused
-// before it is copied. A resolution costs time linear in the bytes it
+// before it is copied, and for an element of a target over 255 bytes when
+// the walk comes to look it up. A resolution costs time linear in the bytes it
 // reads and copies each target once, however many links lead through it,
 // so no pack makes it allocate more than the pack's size. Whiteouts
 // (written from layer.ModeWhiteout entries) are visible as entries of that

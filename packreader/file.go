@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"sync"
 	"syscall"
@@ -65,6 +66,11 @@ func (f *file) ReadAt(p []byte, off int64) (int, error) {
 func (f *file) readAt(op string, p []byte, off int64) (_ int, err error) {
 	if f.closed {
 		return 0, pathErr(op, f.name, os.ErrClosed)
+	}
+	if off > math.MaxInt64-int64(len(p)) {
+		// The kernel checks that the range fits before it looks at
+		// the file (rw_verify_area): EINVAL, not EOF, as os gives.
+		return 0, pathErr(op, f.name, syscall.EINVAL)
 	}
 	switch f.rc.Type {
 	case packformat.TypeDir:

@@ -244,6 +244,9 @@ func (r *Reader) walk(name string, follow bool) (uint64, packformat.Record, erro
 			}
 			continue
 		}
+		if err := pathwalk.CheckElem(elem); err != nil {
+			return 0, cur, err
+		}
 		mustDir := last && w.Slash() // from a target "x/"
 		ci, cr, ok, err := r.lookup(stack[len(stack)-1], cur, elem)
 		if err != nil {

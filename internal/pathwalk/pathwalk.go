@@ -28,6 +28,20 @@ const MaxSymlinks = 40
 // included. A path or symlink target must be shorter.
 const MaxPath = 4096
 
+// MaxName is Linux's NAME_MAX: the most bytes of one element.
+const MaxName = 255
+
+// CheckElem returns ENAMETOOLONG for an element longer than MaxName. A
+// walk calls it on each element it is about to look up, a symlink
+// target's too: the kernel's lookup refuses such a name there, after the
+// elements before it resolved, so that "missing/" + a long name is ENOENT.
+func CheckElem(elem string) error {
+	if len(elem) > MaxName {
+		return syscall.ENAMETOOLONG
+	}
+	return nil
+}
+
 // Step says what an element asks of the walk.
 type Step int
 

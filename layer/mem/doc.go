@@ -73,7 +73,8 @@
 // Symlinks are followed inside the layer: an absolute target starts at the
 // layer's root and ".." stops there, as in a chroot. A resolution that
 // follows more than 40 links fails with ELOOP, and a path or target of
-// 4,096 bytes or more with ENAMETOOLONG, as on Linux. Resolution and
+// 4,096 bytes or more with ENAMETOOLONG, as on Linux; so does an element
+// of a target over 255 bytes, when the walk comes to look it up. Resolution and
 // MkdirAll cost time linear in the path's length.
 //
 // # Under a union

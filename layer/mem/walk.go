@@ -71,6 +71,9 @@ func walkTo(root *entry, name string, follow, create bool) (where, int, error) {
 			}
 			continue
 		}
+		if err := pathwalk.CheckElem(elem); err != nil {
+			return where{}, -1, err
+		}
 		mustDir := last && w.Slash()
 		if mustDir && create {
 			return where{dir: dir, base: elem, slash: true}, -1, nil
