@@ -3,6 +3,7 @@ package packwriter_test
 import (
 	"bytes"
 	"fmt"
+	"io/fs"
 	"log"
 	"os"
 	"path/filepath"
@@ -47,4 +48,42 @@ func ExampleWriteFile() {
 	}
 	fmt.Println("entries written:", entries)
 	// Output: entries written: 3
+}
+
+// A tree with an entry a pack cannot hold (a FIFO) and one the caller
+// leaves out: WithSkip reports the first and goes on, WithFilter drops the
+// second.
+func ExampleWithSkip() {
+	tree := fstest.MapFS{
+		"a.txt":     {Data: []byte("alpha\n")},
+		"pipe":      {Mode: fs.ModeNamedPipe},
+		"build/x":   {Data: []byte("object\n")},
+		"docs/b.md": {Data: []byte("bravo\n")},
+	}
+	var buf bytes.Buffer
+	err := packwriter.Write(&buf, tree,
+		packwriter.WithSkip(func(p string, err error) error {
+			fmt.Println("skipped:", err)
+			return nil
+		}),
+		packwriter.WithFilter(func(p string, _ fs.FileInfo) bool { return p != "build" }),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	r, err := packreader.OpenReaderAt(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer r.Close()
+	_ = fs.WalkDir(r, ".", func(p string, _ fs.DirEntry, err error) error {
+		fmt.Println(p)
+		return err
+	})
+	// Output:
+	// skipped: pack pipe: a FIFO: packs hold regular files, directories, symlinks and whiteouts
+	// .
+	// a.txt
+	// docs
+	// docs/b.md
 }
