@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -290,6 +291,8 @@ type dir struct {
 	appending bool // opened with O_APPEND, which refuses WriteAt
 
 	mu     sync.Mutex
+	path   string // where the directory is now (see FS.movedDirs)
+	gone   bool   // removed before its first ReadDir
 	closed bool
 	list   []fs.DirEntry
 	listed bool
@@ -331,7 +334,10 @@ func (d *dir) ReadDir(count int) ([]fs.DirEntry, error) {
 		// List the directory as it is now at its path: a copy-up since
 		// Open may have added a layer to it, and a removed directory lists
 		// nothing (ENOENT), as getdents gives.
-		_, n, err := d.u.walk(d.n.path, false)
+		if d.gone {
+			return nil, layer.PathError("readdirent", d.name, syscall.ENOENT)
+		}
+		_, n, err := d.u.walk(d.path, false)
 		if err == nil && (!n.exists() || !n.isDir()) {
 			err = syscall.ENOENT
 		}
@@ -436,5 +442,38 @@ func (d *dir) Close() error {
 		return err
 	}
 	d.closed = true
+	d.u.dirsMu.Lock()
+	delete(d.u.dirs, d)
+	d.u.dirsMu.Unlock()
 	return nil
+}
+
+// openDir registers d, a new handle of a merged directory.
+func (u *FS) openDir(d *dir) *dir {
+	u.dirsMu.Lock()
+	if u.dirs == nil {
+		u.dirs = map[*dir]struct{}{}
+	}
+	u.dirs[d] = struct{}{}
+	u.dirsMu.Unlock()
+	return d
+}
+
+// movedDirs tells the open handles of merged directories at or below
+// from, not listed yet, that their directory is now at to, or removed
+// when to is "". The caller holds the writers' lock.
+func (u *FS) movedDirs(from, to string) {
+	u.dirsMu.Lock()
+	defer u.dirsMu.Unlock()
+	for d := range u.dirs {
+		d.mu.Lock()
+		if !d.listed && !d.gone && within(d.path, from) {
+			if to == "" {
+				d.gone = true
+			} else {
+				d.path = path.Join(to, strings.TrimPrefix(d.path[len(from):], "/"))
+			}
+		}
+		d.mu.Unlock()
+	}
 }

@@ -130,12 +130,17 @@ func (u *FS) rename(oldname, newname string) error {
 	if oneStep {
 		// The whiteout that hides the lowers' entry at the old name goes
 		// in with the rename, which replaces one at the new name.
-		return rw.RenameUnion(src.path, dst.path, src.below)
+		err2 = rw.RenameUnion(src.path, dst.path, src.below)
+	} else if err2 = u.upper.Rename(src.path, dst.path); err2 == nil && src.below {
+		err2 = u.upper.Whiteout(src.path)
 	}
-	if err := u.upper.Rename(src.path, dst.path); err != nil || !src.below {
-		return err
+	if err2 == nil && src.isDir() {
+		if dst.isDir() {
+			u.movedDirs(dst.path, "") // the empty directory replaced
+		}
+		u.movedDirs(src.path, dst.path)
 	}
-	return u.upper.Whiteout(src.path)
+	return err2
 }
 
 // renameUnionFS is an upper layer that renames in one step over a

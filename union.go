@@ -34,6 +34,13 @@ type FS struct {
 	watchMu sync.Mutex
 	watched map[lowerKey]map[*file]bool
 
+	// dirs holds the open handles of merged directories, which list
+	// their directory at the first ReadDir: a rename or removal of it
+	// before then moves or ends them, as an open directory follows its
+	// inode on Linux.
+	dirsMu sync.Mutex
+	dirs   map[*dir]struct{}
+
 	rootOnce sync.Once
 	rootDirs []int          // the layers merged at the root, top first
 	rootAt   []pathwalk.Dir // their handles on their roots: all nil

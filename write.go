@@ -41,7 +41,7 @@ func (u *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 			return nil, layer.PathError("open", name, bare(err))
 		}
 		if n.isDir() && (n.layer != 0 || len(n.dirs) > 1 || u.upper == nil || u.mounts.Load() != nil) {
-			return &dir{u: u, n: n, name: name, appending: flag&os.O_APPEND != 0}, nil
+			return u.openDir(&dir{u: u, n: n, path: n.path, name: name, appending: flag&os.O_APPEND != 0}), nil
 		}
 		if n.layer == 0 && u.upper != nil {
 			f, err := u.upper.OpenFile(n.path, flag, 0)
@@ -532,6 +532,9 @@ func (u *FS) Remove(name string) error {
 	if err != nil {
 		return layer.PathError("remove", name, bare(err))
 	}
+	if n.isDir() {
+		u.movedDirs(n.path, "")
+	}
 	return nil
 }
 
@@ -587,6 +590,9 @@ func (u *FS) RemoveAll(name string) error {
 	}
 	if err != nil {
 		return layer.PathError("unlinkat", name, bare(err))
+	}
+	if n.isDir() {
+		u.movedDirs(n.path, "")
 	}
 	return nil
 }
