@@ -612,3 +612,14 @@ func (f *file) statAt(name string) (fi fs.FileInfo, ok bool, err error) {
 	}
 	return newFileInfo(name, &st), true, nil
 }
+
+// removed reports whether the directory open as d has been removed: it
+// has no links left.
+func removed(d *os.File) bool {
+	fi, err := d.Stat()
+	if err != nil {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Nlink == 0
+}

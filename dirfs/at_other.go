@@ -23,3 +23,7 @@ func sameFile(a, b fs.FileInfo) bool { return os.SameFile(a, b) }
 // statAt has no descriptor-relative lstat to use off Linux: the entries of
 // an open directory lstat themselves by name.
 func (f *file) statAt(string) (fs.FileInfo, bool, error) { return nil, false, nil }
+
+// removed reports false: where the tree is reached through os.Root, a
+// removed directory's listing ends as its last batch did.
+func removed(*os.File) bool { return false }

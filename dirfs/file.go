@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/packfs/packfs/layer"
 )
@@ -124,6 +125,10 @@ func (f *file) ReadDir(n int) ([]fs.DirEntry, error) {
 			list = wrapEntries(list, f.fsys, f.name, f)
 		}
 		f.dir, f.listed = list, true
+	} else if len(f.dir) == 0 && removed(f.f) {
+		// Listed to the end, and removed since: getdents on a dead
+		// directory is ENOENT, as os passes it on.
+		return nil, &fs.PathError{Op: "readdirent", Path: f.name, Err: syscall.ENOENT}
 	}
 	return layer.NextBatch(&f.dir, n)
 }

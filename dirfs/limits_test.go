@@ -1,11 +1,14 @@
 package dirfs_test
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 
 	"github.com/packfs/packfs/aferoadapter"
@@ -201,6 +204,33 @@ func TestIssue13ReadDirInfoBesideClose(t *testing.T) {
 				}
 			}
 			<-done
+		}
+	})
+}
+
+// TestIssue13ReadDirRemovedDir: a directory listed to its end and then
+// removed reads ENOENT at the next ReadDir, as getdents on a dead
+// directory gives through os (found by the afero differential).
+func TestIssue13ReadDirRemovedDir(t *testing.T) {
+	eachMode(t, func(t *testing.T, newFS conformance.NewFS) {
+		fsys := newFS(t)
+		if err := fsys.Mkdir("b", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f, err := fsys.Open("b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		d := f.(fs.ReadDirFile)
+		if ents, err := d.ReadDir(1); len(ents) != 0 || err != io.EOF {
+			t.Fatalf("ReadDir(1) of an empty directory = %v, %v; want EOF", ents, err)
+		}
+		if err := fsys.Remove("b"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err = d.ReadDir(-1); !errors.Is(err, syscall.ENOENT) {
+			t.Errorf("ReadDir(-1) after the directory was removed: %v; want ENOENT", err)
 		}
 	})
 }
