@@ -1091,24 +1091,7 @@ func TestIssue14ReadBesideTransaction(t *testing.T) {
 			writers.Add(1)
 			go func() {
 				defer writers.Done()
-				for i := range 150 {
-					name := fmt.Sprintf("w/%d-%d", w, i%20)
-					var err error
-					if i%3 == 0 {
-						err = s.Update(func(tx *packfs.Tx) error {
-							if err := tx.WriteFile(name, []byte(strings.Repeat("x", i)), 0o644); err != nil {
-								return err
-							}
-							return tx.WriteFile(name+".tx", []byte("t"), 0o644)
-						})
-					} else {
-						err = s.WriteFile(name, []byte(fmt.Sprint(i)), 0o644)
-					}
-					if err != nil {
-						t.Error(err)
-						return
-					}
-				}
+				writeUnderLoad(t, s, w)
 			}()
 		}
 		wg.Add(1)

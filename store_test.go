@@ -358,24 +358,7 @@ func TestStoreCheckpointUnderLoad(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range 150 {
-				name := fmt.Sprintf("w/%d-%d", w, i%20)
-				var err error
-				if i%3 == 0 {
-					err = s.Update(func(tx *packfs.Tx) error {
-						if err := tx.WriteFile(name, []byte(strings.Repeat("x", i)), 0o644); err != nil {
-							return err
-						}
-						return tx.WriteFile(name+".tx", []byte("t"), 0o644)
-					})
-				} else {
-					err = s.WriteFile(name, []byte(fmt.Sprint(i)), 0o644)
-				}
-				if err != nil {
-					t.Error(err)
-					return
-				}
-			}
+			writeUnderLoad(t, s, w)
 		}()
 	}
 	wg.Add(1)
@@ -496,4 +479,27 @@ func TestStoreHandlesAcrossCheckpoint(t *testing.T) {
 	}
 	rf.Close()
 	w.Close()
+}
+
+// writeUnderLoad is writer w of the checkpoint-under-load tests: 150
+// changes to 20 names of its own, every third a transaction of two files.
+func writeUnderLoad(t *testing.T, s *packfs.Store, w int) {
+	for i := range 150 {
+		name := fmt.Sprintf("w/%d-%d", w, i%20)
+		var err error
+		if i%3 == 0 {
+			err = s.Update(func(tx *packfs.Tx) error {
+				if err := tx.WriteFile(name, []byte(strings.Repeat("x", i)), 0o644); err != nil {
+					return err
+				}
+				return tx.WriteFile(name+".tx", []byte("t"), 0o644)
+			})
+		} else {
+			err = s.WriteFile(name, []byte(fmt.Sprint(i)), 0o644)
+		}
+		if err != nil {
+			t.Error(err)
+			return
+		}
+	}
 }
