@@ -3,6 +3,7 @@ package packfs_test
 import (
 	"errors"
 	"io/fs"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -65,4 +66,50 @@ func TestIssue13UnionDirHandleFollows(t *testing.T) {
 	}
 	r.Close()
 	var _ layer.FS = u
+}
+
+// TestDirHandleCloseBesideRename closes handles of merged directories
+// while renames move them: Close and the rename's update of open
+// handles once took two locks in opposite orders and hung both.
+func TestDirHandleCloseBesideRename(t *testing.T) {
+	base := mem.New()
+	if err := base.MkdirAll("d/sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	u := packfs.New(mem.New(), packOf(t, base.Snapshot()))
+	if err := u.WriteFile("d/up", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 2000 {
+			if err := u.Rename("d", "e"); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := u.Rename("e", "d"); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				for _, name := range []string{"d", "e", "d/sub", "e/sub"} {
+					if f, err := u.Open(name); err == nil {
+						f.Close()
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -437,11 +437,13 @@ func (d *dir) Sync() error {
 
 func (d *dir) Close() error {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if err := d.check("close"); err != nil {
+		d.mu.Unlock()
 		return err
 	}
 	d.closed = true
+	// movedDirs takes dirsMu before a handle's mu: unlock first.
+	d.mu.Unlock()
 	d.u.dirsMu.Lock()
 	delete(d.u.dirs, d)
 	d.u.dirsMu.Unlock()
