@@ -10,6 +10,7 @@
 //	packfs info PACK               entries, bytes and dedup savings
 //	packfs diff A B                what differs between two packs or directories (exit as diff(1))
 //	packfs serve PACK|STOREDIR     serve a pack or a store over HTTP (--addr, default 127.0.0.1:8080)
+//	packfs mount SOURCE DIR        mount a pack, a stack, a directory or a store through FUSE
 //	packfs store SUBCOMMAND DIR    info, checkpoint, flatten, verify, export, import (packfs store help)
 //	packfs version                 the version this binary was built from (also --version)
 //
@@ -29,6 +30,19 @@
 // and later, none on the whole path), so one that turns into a FIFO or a
 // symlink while the pack runs is reported, not waited on or followed
 // out of DIR.
+//
+// mount serves its SOURCE at MOUNTPOINT through FUSE, in the foreground,
+// until it is unmounted (fusermount3 -u MOUNTPOINT) or signalled (SIGINT,
+// SIGTERM). SOURCE is a pack, packs stacked top first (a.pack:b.pack,
+// where an element may also be a host directory), a host directory
+// (read-only), or a store directory (read-write and durable: a program's
+// fsync is a commit). --upper DIR puts a store, created if DIR is missing
+// or empty, over a read-only SOURCE; since a store records no whiteouts
+// yet, removing or renaming a name that lives below it fails with
+// EOPNOTSUPP. On a signal the store is synced (and checkpointed with
+// -checkpoint) and the file system unmounted; while a program still uses
+// it the unmount fails and mount goes on serving, and a second signal
+// detaches it. -d logs every FUSE request.
 //
 // A PACK argument must be a regular file: a FIFO or a device is refused
 // rather than waited on or read until it ends.
@@ -71,6 +85,7 @@ var commands = []*command{
 	{name: "info", args: "PACK", help: "Print PACK's entry counts, sizes and dedup savings.", run: cmdInfo, flags: infoFlags, nargs: [2]int{1, 1}},
 	{name: "diff", args: "A B", help: "List what differs between A and B, each a pack or a directory; exit 0 same, 1 different, 2 trouble.", run: cmdDiff, flags: diffFlags, nargs: [2]int{2, 2}},
 	{name: "serve", args: "PACK|STOREDIR", help: "Serve a pack, or a store directory read-only, over HTTP until SIGINT or SIGTERM.", run: cmdServe, flags: serveFlags, nargs: [2]int{1, 1}},
+	{name: "mount", args: "SOURCE MOUNTPOINT", help: mountHelp, run: cmdMount, flags: mountFlags, nargs: [2]int{2, 2}},
 	{name: "store", args: "SUBCMD DIR [ARGS]", help: storeHelp, run: cmdStore, flags: storeFlags, nargs: [2]int{1, 16}},
 	{name: "version", help: "Print the version this binary was built from.", run: cmdVersion},
 }
