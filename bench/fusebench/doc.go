@@ -1,0 +1,24 @@
+// Package fusebench times PackFS mounted through FUSE against the tools
+// users would mount instead, in the same run, on the same tree (the Go
+// distribution's source tree, $(go env GOROOT)/src), every file on tmpfs
+// (/dev/shm) so that no disk decides:
+//
+//   - reading: a pack mounted by package fusefs against squashfuse (and
+//     squashfuse_ll where installed) on a squashfs image of the tree made
+//     by mksquashfs with its defaults: find with stat of every entry,
+//     reading every file (cold: a fresh mount; warm: a second pass) and
+//     grep -r;
+//   - writing: a store (packfs.Open) mounted by fusefs against
+//     fuse-overlayfs (upper and work directories on tmpfs) and tmpfs
+//     itself: creating and writing 20,000 small files, removing them, and
+//     writing one 64 MiB file.
+//
+// The benchmarks mount as root. Missing tools are installed with apt-get
+// (squashfuse, squashfs-tools, fuse-overlayfs) when it is there; a tool
+// still missing skips its column with a message, and no /dev/fuse skips
+// everything.
+//
+// Run from bench/ (a few iterations each; the machine is shared):
+//
+//	go test -run '^$' -bench . -benchtime 3x -count 5 ./fusebench/
+package fusebench
