@@ -159,6 +159,7 @@ func (s *Server) Invalidate(name string) error {
 		return &fs.PathError{Op: "invalidate", Path: name, Err: fs.ErrInvalid}
 	}
 	n := &s.m.root.Inode
+	s.m.root.links.Store(0)
 	if name == "." {
 		return errOf("invalidate", name, n.NotifyContent(0, 0))
 	}
@@ -166,9 +167,14 @@ func (s *Server) Invalidate(name string) error {
 	for i, e := range elems {
 		child := n.GetChild(e)
 		if child == nil || i == len(elems)-1 {
-			// The kernel drops the name; with it goes what hangs below.
+			// The kernel drops the name, with what hangs below, and the
+			// parent's attributes: its times and link count may change.
 			err := errOf("invalidate", name, n.NotifyEntry(e))
+			if perr := errOf("invalidate", name, n.NotifyContent(0, 0)); err == nil {
+				err = perr
+			}
 			if child != nil {
+				child.Operations().(*node).links.Store(0)
 				if cerr := errOf("invalidate", name, child.NotifyContent(0, 0)); err == nil {
 					err = cerr
 				}
@@ -176,6 +182,7 @@ func (s *Server) Invalidate(name string) error {
 			return err
 		}
 		n = child
+		n.Operations().(*node).links.Store(0)
 	}
 	return nil
 }

@@ -70,7 +70,7 @@ func TestIssue17Inodes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dir, _ := mountT(t, m, nil)
+	dir, srv := mountT(t, m, nil)
 	listed := direntInos(t, filepath.Join(dir, "d"))
 	seen := map[uint64]string{}
 	for _, name := range []string{"d/f", "d/g", "d/x", "d/y", "e", "top", "d"} {
@@ -110,6 +110,31 @@ func TestIssue17Inodes(t *testing.T) {
 	}
 	if _, n := ino(t, filepath.Join(dir, "d")); n != 5 {
 		t.Errorf("after mkdir, d has %d links, want 5", n)
+	}
+	if err := os.Rename(filepath.Join(dir, "d/z"), filepath.Join(dir, "e/z")); err != nil {
+		t.Fatal(err)
+	}
+	if _, n := ino(t, filepath.Join(dir, "d")); n != 4 {
+		t.Errorf("after a rename out, d has %d links, want 4", n)
+	}
+	if _, n := ino(t, filepath.Join(dir, "e")); n != 3 {
+		t.Errorf("after a rename in, e has %d links, want 3", n)
+	}
+	if err := os.Remove(filepath.Join(dir, "e/z")); err != nil {
+		t.Fatal(err)
+	}
+	if _, n := ino(t, filepath.Join(dir, "e")); n != 2 {
+		t.Errorf("after rmdir, e has %d links, want 2", n)
+	}
+	// A subdirectory made beside the mount counts once Invalidate says so.
+	if err := m.Mkdir("e/outside", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Invalidate("e/outside"); err != nil {
+		t.Fatal(err)
+	}
+	if _, n := ino(t, filepath.Join(dir, "e")); n != 3 {
+		t.Errorf("after a mkdir beside the mount, e has %d links, want 3", n)
 	}
 }
 

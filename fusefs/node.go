@@ -23,8 +23,9 @@ type node struct {
 	gofs.Inode
 	m *mount
 
-	// links caches a directory's link count on an immutable mount (0:
-	// not known yet).
+	// links caches a directory's link count, 2 and one per subdirectory
+	// (0: not known). A change through the mount that adds or removes a
+	// subdirectory clears it; counting lists the directory.
 	links atomic.Uint32
 }
 
@@ -121,7 +122,7 @@ func (n *node) nlink(p string, fi fs.FileInfo, linked bool) uint32 {
 			}
 		}
 	}
-	if n.m.immutable && err == nil {
+	if err == nil {
 		n.links.Store(k)
 	}
 	return k
@@ -335,6 +336,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if e != 0 {
 		return nil, e
 	}
+	n.links.Store(0)
 	return n.added(ctx, name, p, out)
 }
 
@@ -378,6 +380,9 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 		}
 		return layer.Remove(n.m.fsys, p)
 	})
+	if e == 0 {
+		n.links.Store(0)
+	}
 	return e
 }
 
@@ -421,5 +426,14 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 		n.m.rename.RLock()
 		defer n.m.rename.RUnlock()
 	}
-	return errno(layer.Rename(n.m.fsys, oldp, newp))
+	if err := layer.Rename(n.m.fsys, oldp, newp); err != nil {
+		return errno(err)
+	}
+	if fi, err := fs.Lstat(n.m.fsys, newp); err != nil || fi.IsDir() {
+		// A directory moved: both parents count their subdirectories
+		// again (a file replaced by a directory changes the count too).
+		n.links.Store(0)
+		np.links.Store(0)
+	}
+	return 0
 }
