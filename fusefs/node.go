@@ -27,7 +27,13 @@ type node struct {
 	// (0: not known). A change through the mount that adds or removes a
 	// subdirectory clears it; counting lists the directory.
 	links atomic.Uint32
+
+	// shared is the one handle an immutable mount reads a file through:
+	// there the kernel opens nothing (see Open).
+	shared atomic.Pointer[sharedFile]
 }
+
+type sharedFile struct{ f layer.File }
 
 var (
 	_ gofs.NodeLookuper       = (*node)(nil)
@@ -45,6 +51,8 @@ var (
 	_ gofs.NodeSymlinker      = (*node)(nil)
 	_ gofs.NodeLinker         = (*node)(nil)
 	_ gofs.NodeFsyncer        = (*node)(nil)
+	_ gofs.NodeReader         = (*node)(nil)
+	_ gofs.NodeOnForgetter    = (*node)(nil)
 )
 
 // path returns n's path in the layer, "." for the root; ok is false once
@@ -260,6 +268,13 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if n.m.readOnly && lflags != os.O_RDONLY {
 		return nil, 0, syscall.EROFS
 	}
+	if n.m.immutable {
+		// ENOSYS tells the kernel that opens need no answer: from now
+		// on it sends no OPEN or RELEASE for files, and reads arrive
+		// without a handle (see Read). It keeps the page cache, as
+		// FOPEN_KEEP_CACHE does.
+		return nil, 0, syscall.ENOSYS
+	}
 	p, ok := n.path()
 	if !ok {
 		return nil, 0, syscall.ENOENT
@@ -277,6 +292,38 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 		fuseFlags = fuse.FOPEN_KEEP_CACHE
 	}
 	return &file{f: f}, fuseFlags, 0
+}
+
+// Read reads through the handle Open made or, on an immutable mount,
+// through the node's shared handle, opened at the first read.
+func (n *node) Read(ctx context.Context, f gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if h, ok := f.(*file); ok {
+		return h.Read(ctx, dest, off)
+	}
+	sf := n.shared.Load()
+	if sf == nil {
+		p, ok := n.path()
+		if !ok {
+			return nil, syscall.ENOENT
+		}
+		lf, err := layer.OpenFile(n.m.fsys, p, os.O_RDONLY, 0)
+		if err != nil {
+			return nil, errno(err)
+		}
+		sf = &sharedFile{f: lf}
+		if !n.shared.CompareAndSwap(nil, sf) {
+			lf.Close()
+			sf = n.shared.Load()
+		}
+	}
+	return (&file{f: sf.f}).Read(ctx, dest, off)
+}
+
+// OnForget closes the shared handle once the kernel forgets the node.
+func (n *node) OnForget() {
+	if sf := n.shared.Swap(nil); sf != nil {
+		sf.f.Close()
+	}
 }
 
 func (n *node) Fsync(ctx context.Context, f gofs.FileHandle, flags uint32) syscall.Errno {
