@@ -1,0 +1,67 @@
+// Package fusefs serves any PackFS layer to the kernel through FUSE, so
+// that every program (shells, compilers, editors, git, rsync) can use a
+// pack, a union or a durable store.
+//
+// # Basics
+//
+// [Mount] serves an [io/fs.FS] at a directory and returns a [Server];
+// [Server.Wait] returns once it is unmounted, [Server.Unmount] ends it.
+// A file system that implements [layer.OpenFileFS] is served read-write,
+// each FUSE request becoming the layer call of the same name (create,
+// write, fsync, mkdir, unlink, rmdir, rename, symlink, setattr for mode,
+// owner, times and size); one without it, such as a pack, is served
+// read-only and immutable, and every change is EROFS. Errors reach
+// programs as the errno the layer's error wraps, or the one os gives for
+// the fs.Err* sentinel it wraps (EIO when there is none).
+//
+// It is built on go-fuse's node API (github.com/hanwen/go-fuse/v2/fs):
+// go-fuse keeps the tree of the names the kernel holds, and every request
+// reaches the layer by the node's path, so a rename through the mount
+// moves a node and its subtree, and an open file follows it. The kernel
+// resolves paths itself, one element at a time, with its own symlink and
+// length limits, so the layer sees only fs.ValidPath paths.
+//
+// # Inodes and links
+//
+// Layers keep no inode numbers, so the mount hands them out: a node keeps
+// its number while the kernel remembers it (across renames, and beside a
+// READDIRPLUS listing, which gives the numbers stat will), and a name the
+// kernel forgot gets a new one at its next lookup. Hard links are refused
+// with EPERM, as on a file system without them (git then renames). A
+// directory's link count is 2 and one per subdirectory, as on Linux,
+// counted once and again after a change of its subdirectories; a removed
+// file or directory still open has 0.
+//
+// # Caching
+//
+// The kernel trusts names and attributes for EntryTimeout and AttrTimeout
+// (an hour for an immutable tree, a second otherwise). Changes made
+// through the mount keep its cache right: the kernel updates or drops
+// what they touch. An immutable mount answers OPEN with ENOSYS, after
+// which the kernel opens nothing, reads through one shared handle per
+// file and keeps file contents and listings in its page cache. A change
+// made to the served tree other than through the mount shows once its
+// timeouts pass, or at once after [Server.Invalidate] of the changed
+// name.
+//
+// # Durability
+//
+// fsync of a file calls its Sync: on a store (packfs.Open), a durable
+// commit. fsync of a directory calls the file system's Sync method, when
+// it has one. close(2) commits nothing by itself, as on Linux.
+//
+// # Caveats
+//
+//   - RENAME_EXCHANGE and RENAME_WHITEOUT are EINVAL: no layer call does
+//     them in one step. RENAME_NOREPLACE is checked and done under a lock
+//     that orders it with every other change made through the mount, but
+//     not with changes made beside it.
+//   - Layers keep only modification times: atime and ctime read as the
+//     mtime; and no owners (except a host directory's): files show the
+//     mounting user's uid and gid.
+//   - Extended attributes, locks across mounts, mknod and O_TMPFILE are
+//     not offered; POSIX and BSD locks are the kernel's, local to this
+//     machine.
+//   - Mounting needs /dev/fuse and root, or fusermount3 for other users;
+//     as root Mount calls mount(2) itself.
+package fusefs
