@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -106,19 +105,31 @@ func sameTrees(t *testing.T, what string, host, mnt map[string]string) {
 	}
 }
 
+// goroot returns the Go installation's root, where its source tree and
+// the go command are.
+func goroot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Skipf("no go command: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
 // TestIssue17Programs runs tar, git, rsync and go build in a mounted
 // store and on tmpfs. The quick run extracts one package's sources; with
 // PACKFS_LONG=1, the whole Go source tree, and it builds a module.
 func TestIssue17Programs(t *testing.T) {
 	needFuse(t)
-	src := filepath.Join(runtime.GOROOT(), "src")
+	root := goroot(t)
+	src := filepath.Join(root, "src")
 	if testsize.Short() {
 		src = filepath.Join(src, "io")
 	}
 	tarball := filepath.Join(t.TempDir(), "src.tar")
 	sh(t, filepath.Dir(src), nil, "tar", "cf", tarball, filepath.Base(src))
 	// git commits a smaller tree: its cost is in hashing, not in the mount.
-	gitTree := filepath.Join(runtime.GOROOT(), "src", "net")
+	gitTree := filepath.Join(root, "src", "net")
 	if testsize.Short() {
 		gitTree = src
 	}
@@ -206,7 +217,7 @@ func TestIssue17Programs(t *testing.T) {
 			t.Skip("builds only with " + testsize.Env + "=1")
 		}
 		mnt, host := twoDirs(t)
-		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		goBin := filepath.Join(root, "bin", "go")
 		outs := map[string]string{}
 		for _, dir := range []string{host, mnt} {
 			files := map[string]string{

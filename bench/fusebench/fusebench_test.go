@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -38,7 +37,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func source() string { return filepath.Join(runtime.GOROOT(), "src") }
+// source returns the Go source tree, found with go env GOROOT.
+func source() string {
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		return filepath.Join(os.Getenv("GOROOT"), "src")
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "src")
+}
 
 // install installs the Debian packages the alternatives need, if missing.
 func install() {
