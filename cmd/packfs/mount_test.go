@@ -234,3 +234,26 @@ func TestIssue17MountPackUpper(t *testing.T) {
 		}
 	}
 }
+
+// TestIssue17MountHostDir: a host directory mounts read-only.
+func TestIssue17MountHostDir(t *testing.T) {
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "f"), []byte("host"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	cmd, log := startMount(t, mnt, src, mnt)
+	if got, err := os.ReadFile(filepath.Join(mnt, "f")); err != nil || string(got) != "host" {
+		t.Errorf("f: %q, %v", got, err)
+	}
+	if err := os.WriteFile(filepath.Join(mnt, "f"), nil, 0o644); !errors.Is(err, syscall.EROFS) {
+		t.Errorf("write: %v, want EROFS", err)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	if got, err := os.ReadFile(filepath.Join(src, "f")); err != nil || string(got) != "host" {
+		t.Errorf("the host file: %q, %v", got, err)
+	}
+}
