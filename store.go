@@ -85,6 +85,7 @@ type Store struct {
 	// which they were made, and guards the fields below it.
 	wmu   sync.Mutex
 	now   time.Time // the upper layer's clock: a change's recorded time
+	enc   []byte    // the head of the entry logOp logs, reused
 	log   *wal.Log
 	man   manifest
 	packs []*openPack // top first, as in man.packs
@@ -458,13 +459,24 @@ func (s *Store) tick() int64 {
 // pre before it; s.wmu is held. If the log fails, the change is undone
 // for every reader (see fail).
 func (s *Store) logOp(o *op, pre undoPoint) (wal.LSN, error) {
-	es := o.entries()
-	p, err := s.log.Append(es...)
+	var p wal.LSN
+	var err error
+	if o.split() {
+		es := o.entries()
+		if p, err = s.log.Append(es...); err == nil && s.tail != nil {
+			s.tail = append(s.tail, es...)
+		}
+	} else {
+		// One entry, its head encoded in a buffer kept for the next and
+		// its data logged from where it lies: no allocation, and a large
+		// write is copied by the page cache alone.
+		s.enc = o.encodeHead(s.enc[:0])
+		if p, err = s.log.AppendSplit(s.enc, o.data); err == nil && s.tail != nil {
+			s.tail = append(s.tail, append(bytes.Clone(s.enc), o.data...))
+		}
+	}
 	if err != nil {
 		return 0, s.fail(err, &pre)
-	}
-	if s.tail != nil {
-		s.tail = append(s.tail, es...)
 	}
 	if s.opts.Sync == SyncAlways {
 		s.awaitSync(p, pre)

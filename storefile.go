@@ -44,9 +44,6 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 		if err != nil {
 			return nil, err
 		}
-		// The union's handle knows the file's own path: a *file carries
-		// it, and any other handle but a directory's was opened by it.
-		p := name
 		switch uf := f.(type) {
 		case *dir:
 			return f, nil // a listing: it lists what it lists
@@ -54,9 +51,8 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 			if uf.hideWhiteouts {
 				return f, nil
 			}
-			p = uf.path
 		}
-		h := &storeFile{s: s, name: name, flag: flag, path: p}
+		h := &storeFile{s: s, name: name, flag: flag, path: ownPath(f, name)}
 		h.f.Store(&fileRef{f})
 		s.hmu.Lock()
 		s.handles[h] = struct{}{}
@@ -71,8 +67,6 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 		return nil, err
 	}
 	u := s.live.Load()
-	excl := flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL
-	p := canonical(u, name, !excl && flag&noFollow == 0)
 	o := op{kind: opOpen, path: name, a: int64(flag&(os.O_CREATE|os.O_EXCL|os.O_TRUNC|noFollow) | os.O_WRONLY), b: int64(perm)}
 	o.time = s.tick()
 	logged := flag&(os.O_CREATE|os.O_TRUNC) != 0
@@ -85,7 +79,7 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 		s.wmu.Unlock()
 		return nil, err
 	}
-	h := &storeFile{s: s, name: name, flag: flag, path: p}
+	h := &storeFile{s: s, name: name, flag: flag, path: ownPath(f, name)}
 	h.f.Store(&fileRef{f})
 	s.hmu.Lock()
 	s.handles[h] = struct{}{}
@@ -100,6 +94,17 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 		return nil, err
 	}
 	return h, nil
+}
+
+// ownPath returns the union's own name for the file f it opened as name,
+// its symlinks resolved: a *file carries it, and any other handle was
+// opened by name itself. Taking it from the handle spares a second walk
+// of name before the open.
+func ownPath(f layer.File, name string) string {
+	if uf, ok := f.(*file); ok {
+		return uf.path
+	}
+	return name
 }
 
 // closed returns fs.ErrClosed once the store is closed: its files fail
