@@ -572,15 +572,17 @@ func (s *Store) applyLive(o op) error {
 	var from, to string
 	s.hmu.Lock()
 	defer s.hmu.Unlock()
-	track := len(s.handles) > 0
-	if track {
+	track := false
+	if len(s.handles) > 0 {
 		switch o.kind {
 		case opRename:
-			from, to = canonical(u, o.path, false), canonical(u, o.path2, false)
+			if track = s.handleHas(o.path) || s.handleHas(o.path2); track {
+				from, to = canonical(u, o.path, false), canonical(u, o.path2, false)
+			}
 		case opRemove, opRemoveAll:
-			from = canonical(u, o.path, false)
-		default:
-			track = false
+			if track = s.handleHas(o.path); track {
+				from = canonical(u, o.path, false)
+			}
 		}
 	}
 	if err := apply(u, o); err != nil {
@@ -592,6 +594,35 @@ func (s *Store) applyLive(o op) error {
 		}
 	}
 	return nil
+}
+
+// handleHas reports whether the name of an open handle holds the last
+// element of name: only then can a removal or rename of name, whatever
+// symlinks lead to it, change the handle's name, so that a change that
+// can change none resolves nothing. s.hmu is held.
+func (s *Store) handleHas(name string) bool {
+	b := path.Base(name)
+	for h := range s.handles {
+		if hasElem(h.path, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasElem reports whether the slash-separated p holds the element b.
+func hasElem(p, b string) bool {
+	for p != "" {
+		i := strings.IndexByte(p, '/')
+		if i < 0 {
+			return p == b
+		}
+		if p[:i] == b {
+			return true
+		}
+		p = p[i+1:]
+	}
+	return false
 }
 
 // nameAfter returns the name that the file named p has after a change of

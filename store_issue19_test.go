@@ -1,0 +1,108 @@
+package packfs_test
+
+import (
+	"bytes"
+	"os"
+	"testing"
+
+	"github.com/packfs/packfs"
+	"github.com/packfs/packfs/vfs/vfstest"
+)
+
+// TestIssue19HandleNames: a handle's name, which its writes are logged
+// under, is taken from the handle at open (not from a walk of the name
+// before it) and changes only for a rename or removal that can reach it,
+// found without a walk when no handle's name holds the last element
+// changed. Through symlinked parents, a rename of an alias of a handle's
+// directory moves it, one of another name with the same last element
+// does not, and the writes land where a reopen finds them.
+func TestIssue19HandleNames(t *testing.T) {
+	m := vfstest.NewMemFS()
+	s, err := packfs.Open("", &packfs.Options{FS: m})
+	mustDo(t, err)
+	mustDo(t, s.MkdirAll("d/sub", 0o755))
+	mustDo(t, s.MkdirAll("x/sub", 0o755))
+	mustDo(t, s.Symlink("d", "al"))
+	// Created through the alias: its name is d/sub/f.
+	f, err := s.OpenFile("al/sub/f", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	mustDo(t, err)
+	if _, err := f.Write([]byte("one ")); err != nil {
+		t.Fatal(err)
+	}
+	// Same last element, another directory: the handle stays.
+	mustDo(t, s.Rename("x/sub", "x/sub2"))
+	mustDo(t, s.Remove("x/sub2"))
+	// Unrelated names: nothing to resolve.
+	mustDo(t, s.WriteFile("g", nil, 0o644))
+	mustDo(t, s.Remove("g"))
+	if _, err := f.Write([]byte("two ")); err != nil {
+		t.Fatal(err)
+	}
+	// The handle's directory renamed through the alias: it follows.
+	mustDo(t, s.Rename("al/sub", "moved"))
+	if _, err := f.Write([]byte("three")); err != nil {
+		t.Fatal(err)
+	}
+	// A write through a symlink to the file, opened for writing.
+	mustDo(t, s.Symlink("moved/f", "lf"))
+	w, err := s.OpenFile("lf", os.O_WRONLY|os.O_APPEND, 0)
+	mustDo(t, err)
+	if _, err := w.Write([]byte("!")); err != nil {
+		t.Fatal(err)
+	}
+	mustDo(t, s.Rename("moved", "final"))
+	if _, err := w.Write([]byte("?")); err != nil {
+		t.Fatal(err)
+	}
+	mustDo(t, s.Sync())
+	f.Close()
+	w.Close()
+	s = reopenMem(t, s, m)
+	defer s.Close()
+	if data, err := s.ReadFile("final/f"); err != nil || string(data) != "one two three!?" {
+		t.Fatalf("final/f = %q, %v", data, err)
+	}
+	if _, err := s.Stat("d/sub"); !os.IsNotExist(err) {
+		t.Fatalf("d/sub after its rename: %v", err)
+	}
+}
+
+// TestIssue19LargeWrite: writes of 32 KiB and more are logged straight
+// to the log's segment, behind the small changes buffered before them;
+// replay finds every one in order, after a crash of the synced state too.
+func TestIssue19LargeWrite(t *testing.T) {
+	m := vfstest.NewMemFS()
+	s, err := packfs.Open("", &packfs.Options{FS: m, CheckpointBytes: -1})
+	mustDo(t, err)
+	f, err := s.Create("big")
+	mustDo(t, err)
+	var want []byte
+	for i := range 40 {
+		chunk := bytes.Repeat([]byte{byte(i)}, 1+i*3000) // 1 B to 117 KiB
+		if _, err := f.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, chunk...)
+		mustDo(t, s.WriteFile("small", []byte{byte(i)}, 0o644))
+		if i == 25 {
+			mustDo(t, f.Sync())
+		}
+	}
+	mustDo(t, f.Sync())
+	f.Close()
+	rec := m.Recover(vfstest.Torn{})
+	s2, err := packfs.Open("", &packfs.Options{FS: rec})
+	mustDo(t, err)
+	if data, err := s2.ReadFile("big"); err != nil || !bytes.Equal(data, want) {
+		t.Fatalf("big after a crash: %d bytes, %v; want %d", len(data), err, len(want))
+	}
+	if data, err := s2.ReadFile("small"); err != nil || !bytes.Equal(data, []byte{39}) {
+		t.Fatalf("small after a crash = %v, %v", data, err)
+	}
+	s2.Close()
+	s = reopenMem(t, s, m)
+	defer s.Close()
+	if data, err := s.ReadFile("big"); err != nil || !bytes.Equal(data, want) {
+		t.Fatalf("big: %d bytes, %v; want %d", len(data), err, len(want))
+	}
+}
