@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/packfs/packfs/internal/pathwalk"
 	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/layer/mem"
 	"github.com/packfs/packfs/packreader"
@@ -810,6 +811,57 @@ func readView[T any](s *Store, op, name string, fn func(u *FS) (T, error)) (T, e
 			return v, err
 		}
 	}
+}
+
+// storeDir is a directory handle of Store.LookupAt: the union it was
+// found in, and that union's own handle.
+type storeDir struct {
+	u *FS
+	d pathwalk.Dir
+}
+
+var _ pathwalk.LookupFS = (*Store)(nil)
+
+// LookupAt looks name up in a directory found by an earlier LookupAt (nil:
+// the root), so that the afero adapter resolves a path with one lookup
+// per element. A handle found in a tree that readers no longer see (a
+// checkpoint or a transaction replaced it since) gives
+// errors.ErrUnsupported: the caller asks by paths instead.
+func (s *Store) LookupAt(dir pathwalk.Dir, name string) (pathwalk.Entry, error) {
+	return readView(s, "lstat", name, func(u *FS) (pathwalk.Entry, error) {
+		d, err := s.dirIn(u, dir)
+		if err != nil {
+			return pathwalk.Entry{}, err
+		}
+		e, err := u.LookupAt(d, name)
+		if err == nil && e.Dir != nil {
+			e.Dir = &storeDir{u: u, d: e.Dir}
+		}
+		return e, err
+	})
+}
+
+// ReadLinkAt returns the target of the symlink name in dir.
+func (s *Store) ReadLinkAt(dir pathwalk.Dir, name string) (string, error) {
+	return readView(s, "readlink", name, func(u *FS) (string, error) {
+		d, err := s.dirIn(u, dir)
+		if err != nil {
+			return "", err
+		}
+		return u.ReadLinkAt(d, name)
+	})
+}
+
+// dirIn returns the handle of u that dir, a handle of LookupAt, stands
+// for: nil for the root, and ErrUnsupported for one found in another tree.
+func (s *Store) dirIn(u *FS, dir pathwalk.Dir) (pathwalk.Dir, error) {
+	if dir == nil {
+		return nil, nil
+	}
+	if sd, ok := dir.(*storeDir); ok && sd != nil && sd.u == u {
+		return sd.d, nil
+	}
+	return nil, errors.ErrUnsupported
 }
 
 func (s *Store) Sub(dir string) (fs.FS, error) {

@@ -2,11 +2,15 @@ package packfs_test
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"testing"
 
 	"github.com/packfs/packfs"
+	"github.com/packfs/packfs/aferoadapter"
 	"github.com/packfs/packfs/vfs/vfstest"
+	"github.com/spf13/afero"
 )
 
 // TestIssue19HandleNames: a handle's name, which its writes are logged
@@ -104,5 +108,63 @@ func TestIssue19LargeWrite(t *testing.T) {
 	defer s.Close()
 	if data, err := s.ReadFile("big"); err != nil || !bytes.Equal(data, want) {
 		t.Fatalf("big: %d bytes, %v; want %d", len(data), err, len(want))
+	}
+}
+
+// TestIssue19LookupAt: the store looks names up one element at a time for
+// the afero adapter, and a directory handle found before a checkpoint or
+// a transaction replaced the tree readers see is refused with
+// ErrUnsupported, so that the adapter asks by paths instead of reading a
+// tree that no longer takes the store's changes.
+func TestIssue19LookupAt(t *testing.T) {
+	s, err := packfs.Open("", &packfs.Options{FS: vfstest.NewMemFS()})
+	mustDo(t, err)
+	defer s.Close()
+	mustDo(t, s.MkdirAll("d/sub", 0o755))
+	mustDo(t, s.WriteFile("d/sub/f", []byte("x"), 0o644))
+	mustDo(t, s.Symlink("d", "al"))
+	d, err := s.LookupAt(nil, "d")
+	if err != nil || d.Dir == nil || !d.Info.IsDir() {
+		t.Fatalf("LookupAt d: %+v, %v", d, err)
+	}
+	if e, err := s.LookupAt(d.Dir, "sub"); err != nil || !e.Info.IsDir() {
+		t.Fatalf("LookupAt d/sub: %+v, %v", e, err)
+	}
+	if target, err := s.ReadLinkAt(nil, "al"); err != nil || target != "d" {
+		t.Fatalf("ReadLinkAt al = %q, %v", target, err)
+	}
+	if _, err := s.LookupAt(d.Dir, "missing"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("LookupAt d/missing: %v", err)
+	}
+	a := aferoadapter.New(s)
+	check := func(when string) {
+		t.Helper()
+		if fi, err := a.Stat("al/sub/f"); err != nil || fi.Size() != 1 {
+			t.Fatalf("%s: afero Stat al/sub/f: %v, %v", when, fi, err)
+		}
+		if data, err := afero.ReadFile(a, "/al/sub/../sub/f"); err != nil || string(data) != "x" {
+			t.Fatalf("%s: afero ReadFile: %q, %v", when, data, err)
+		}
+	}
+	check("before")
+	mustDo(t, s.Checkpoint())
+	if _, err := s.LookupAt(d.Dir, "sub"); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("LookupAt of a handle from before a checkpoint: %v, want ErrUnsupported", err)
+	}
+	check("after a checkpoint")
+	mustDo(t, s.Update(func(tx *packfs.Tx) error {
+		// Readers see the tree before the transaction: the adapter's
+		// walk through the store sees no half of it.
+		if fi, err := a.Stat("al/sub/f"); err != nil || fi.Size() != 1 {
+			t.Fatalf("afero Stat inside a transaction: %v, %v", fi, err)
+		}
+		return tx.WriteFile("d/sub/f", []byte("yy"), 0o644)
+	}))
+	if fi, err := a.Stat("al/sub/f"); err != nil || fi.Size() != 2 {
+		t.Fatalf("afero Stat after a transaction: %v, %v", fi, err)
+	}
+	mustDo(t, s.Close())
+	if _, err := s.LookupAt(nil, "d"); !errors.Is(err, fs.ErrClosed) {
+		t.Fatalf("LookupAt on a closed store: %v", err)
 	}
 }
