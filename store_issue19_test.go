@@ -3,6 +3,7 @@ package packfs_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"testing"
@@ -166,5 +167,84 @@ func TestIssue19LookupAt(t *testing.T) {
 	mustDo(t, s.Close())
 	if _, err := s.LookupAt(nil, "d"); !errors.Is(err, fs.ErrClosed) {
 		t.Fatalf("LookupAt on a closed store: %v", err)
+	}
+}
+
+// TestIssue19UndoneTransaction: a transaction's changes apply once, to
+// the store's own tree; one that fails or panics is undone by going back
+// to the state before it, mtimes included, with the open files back
+// under the names they had, and the state after a reopen, a checkpoint
+// and more undone transactions than maxStacked (which start one by
+// themselves) is the state in memory.
+func TestIssue19UndoneTransaction(t *testing.T) {
+	for _, auto := range []bool{false, true} {
+		m := vfstest.NewMemFS()
+		opts := &packfs.Options{FS: m, CheckpointBytes: -1}
+		if auto {
+			opts.CheckpointBytes = 1 << 30 // on, but never by size
+		}
+		s, err := packfs.Open("", opts)
+		mustDo(t, err)
+		mustDo(t, s.MkdirAll("d/sub", 0o755))
+		mustDo(t, s.WriteFile("d/sub/f", []byte("f0"), 0o644))
+		mustDo(t, s.WriteFile("keep", []byte("k"), 0o644))
+		h, err := s.OpenFile("d/sub/f", os.O_RDWR, 0)
+		mustDo(t, err)
+		errNo := errors.New("no")
+		for round := range 7 {
+			before := dump(t, s, true)
+			err := func() (err error) {
+				defer func() {
+					if r := recover(); r != nil {
+						err = r.(error)
+					}
+				}()
+				return s.Update(func(tx *packfs.Tx) error {
+					mustDo(t, tx.WriteFile("keep", []byte("changed"), 0o600))
+					mustDo(t, tx.Rename("d/sub", "moved"))
+					mustDo(t, tx.Mkdir("new", 0o700))
+					mustDo(t, tx.Symlink("moved", "link"))
+					mustDo(t, tx.Remove("keep"))
+					if data, err := tx.ReadFile("link/f"); err != nil || string(data) != fmt.Sprintf("f%d", round) {
+						t.Fatalf("round %d: the transaction reads link/f = %q, %v", round, data, err)
+					}
+					if round%2 == 1 {
+						panic(errNo)
+					}
+					return errNo
+				})
+			}()
+			if !errors.Is(err, errNo) {
+				t.Fatalf("round %d: Update gave %v", round, err)
+			}
+			if after := dump(t, s, true); after != before {
+				t.Fatalf("auto %v, round %d: undone transaction left\n%s\nwant\n%s", auto, round, after, before)
+			}
+			// The handle is back under its name: its writes log there.
+			if _, err := h.WriteAt([]byte(fmt.Sprintf("f%d", round+1)), 0); err != nil {
+				t.Fatal(err)
+			}
+			mustDo(t, s.WriteFile(fmt.Sprintf("d/r%d", round), []byte{byte(round)}, 0o644))
+		}
+		want := dump(t, s, true)
+		mustDo(t, h.Sync())
+		h.Close()
+		// A crash keeps what was synced: the state in memory.
+		rec := m.Recover(vfstest.Torn{})
+		s2, err := packfs.Open("", &packfs.Options{FS: rec})
+		mustDo(t, err)
+		if got := dump(t, s2, true); got != want {
+			t.Fatalf("auto %v: after a crash\n%s\nwant\n%s", auto, got, want)
+		}
+		s2.Close()
+		mustDo(t, s.Checkpoint())
+		if got := dump(t, s, true); got != want {
+			t.Fatalf("auto %v: after a checkpoint\n%s\nwant\n%s", auto, got, want)
+		}
+		s = reopenMem(t, s, m)
+		if got := dump(t, s, true); got != want {
+			t.Fatalf("auto %v: after a reopen\n%s\nwant\n%s", auto, got, want)
+		}
+		mustDo(t, s.Close())
 	}
 }

@@ -4,5 +4,5 @@ package storebench
 
 import "time"
 
-// cpuNow is not measured here: the cpu-ns metrics read 0.
+// cpuNow is not measured here: the CPU metrics read 0.
 func cpuNow() time.Duration { return 0 }
