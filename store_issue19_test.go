@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/packfs/packfs"
@@ -246,5 +249,208 @@ func TestIssue19UndoneTransaction(t *testing.T) {
 			t.Fatalf("auto %v: after a reopen\n%s\nwant\n%s", auto, got, want)
 		}
 		mustDo(t, s.Close())
+	}
+}
+
+// TestIssue19UndoBesideReaders: readers beside transactions that commit
+// and transactions undone (by an error or a panic) see each whole or not
+// at all: a and b always agree, and no undone value ever shows, in the
+// store, its snapshots and a file opened before.
+func TestIssue19UndoBesideReaders(t *testing.T) {
+	s, err := packfs.Open("", &packfs.Options{FS: vfstest.NewMemFS(), Sync: packfs.SyncNone, CheckpointBytes: 4 << 10})
+	mustDo(t, err)
+	defer s.Close()
+	mustDo(t, s.WriteFile("a", []byte("0"), 0o644))
+	mustDo(t, s.WriteFile("b", []byte("0"), 0o644))
+	rounds := 300
+	if testing.Short() {
+		rounds = 100
+	}
+	done := make(chan struct{})
+	var failed atomic.Bool
+	go func() {
+		defer close(done)
+		errNo := errors.New("no")
+		for i := 1; i <= rounds && !failed.Load(); i++ {
+			undo := i%3 != 0
+			v := []byte(fmt.Sprint(i))
+			if undo {
+				v = []byte("undone")
+			}
+			err := func() (err error) {
+				defer func() {
+					if r := recover(); r != nil {
+						err = errNo
+					}
+				}()
+				return s.Update(func(tx *packfs.Tx) error {
+					mustDo(t, tx.WriteFile("a", v, 0o644))
+					mustDo(t, tx.Rename("b", "b.tmp"))
+					mustDo(t, tx.WriteFile("b.tmp", v, 0o644))
+					mustDo(t, tx.Rename("b.tmp", "b"))
+					switch {
+					case !undo:
+						return nil
+					case i%2 == 0:
+						panic(errNo)
+					}
+					return errNo
+				})
+			}()
+			if undo != (err != nil) {
+				t.Errorf("round %d: Update gave %v", i, err)
+				failed.Store(true)
+			}
+		}
+	}()
+	f, err := s.Open("a")
+	mustDo(t, err)
+	defer f.Close()
+	for {
+		select {
+		case <-done:
+			a, _ := s.ReadFile("a")
+			b, _ := s.ReadFile("b")
+			if string(a) != string(b) || string(a) == "undone" {
+				t.Fatalf("at the end: a=%s b=%s", a, b)
+			}
+			return
+		default:
+		}
+		snap, err := s.Snapshot()
+		mustDo(t, err)
+		a, aerr := snap.ReadFile("a")
+		b, berr := snap.ReadFile("b")
+		if string(a) != string(b) || aerr != nil || berr != nil || string(a) == "undone" {
+			failed.Store(true)
+			<-done
+			t.Fatalf("a snapshot saw a=%s (%v) b=%s (%v)", a, aerr, b, berr)
+		}
+		if a, err := s.ReadFile("a"); err != nil || string(a) == "undone" {
+			failed.Store(true)
+			<-done
+			t.Fatalf("read a: %q, %v", a, err)
+		}
+		buf := make([]byte, 16)
+		if n, err := f.(io.ReaderAt).ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) || n == 0 {
+			failed.Store(true)
+			<-done
+			t.Fatalf("a file opened before: %q, %v", buf[:n], err)
+		}
+	}
+}
+
+// TestIssue19UndoOverPacks: an undone transaction over a state whose upper
+// layer hides what packs hold (a whiteout over a removed file, an opaque
+// directory made again) keeps it hidden: below the live upper layer, in
+// the packs a checkpoint writes, after a reopen, and beside a checkpoint
+// running meanwhile.
+func TestIssue19UndoOverPacks(t *testing.T) {
+	m := vfstest.NewMemFS()
+	s, err := packfs.Open("", &packfs.Options{FS: m, CheckpointBytes: -1})
+	mustDo(t, err)
+	mustDo(t, s.MkdirAll("dir/deep", 0o755))
+	mustDo(t, s.WriteFile("dir/deep/old", []byte("old"), 0o644))
+	mustDo(t, s.WriteFile("gone", []byte("gone"), 0o644))
+	mustDo(t, s.Checkpoint())
+	mustDo(t, s.Remove("gone"))
+	mustDo(t, s.RemoveAll("dir"))
+	mustDo(t, s.MkdirAll("dir", 0o755)) // opaque over the pack's dir
+	mustDo(t, s.WriteFile("dir/new", []byte("new"), 0o644))
+	want := dump(t, s, true)
+	errNo := errors.New("no")
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range 3 {
+			if err := s.Checkpoint(); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	for i := range 8 {
+		err := s.Update(func(tx *packfs.Tx) error {
+			mustDo(t, tx.WriteFile("gone", []byte("back"), 0o644))
+			mustDo(t, tx.RemoveAll("dir"))
+			mustDo(t, tx.MkdirAll("dir/deep", 0o700))
+			mustDo(t, tx.WriteFile(fmt.Sprintf("dir/deep/x%d", i), nil, 0o644))
+			return errNo
+		})
+		if !errors.Is(err, errNo) {
+			t.Fatal(err)
+		}
+		if got := dump(t, s, true); got != want {
+			t.Fatalf("round %d: after an undone transaction\n%s\nwant\n%s", i, got, want)
+		}
+	}
+	wg.Wait()
+	mustDo(t, s.Checkpoint())
+	if got := dump(t, s, true); got != want {
+		t.Fatalf("after a checkpoint\n%s\nwant\n%s", got, want)
+	}
+	s = reopenMem(t, s, m)
+	if got := dump(t, s, true); got != want {
+		t.Fatalf("after a reopen\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestIssue19ReadBesideMove: a read through a file of the store while a
+// checkpoint moves it to the new union (closing the file it stood on)
+// neither fails on the closed file nor loses its offset; found probing
+// the undo of transactions, which moves files the same way.
+func TestIssue19ReadBesideMove(t *testing.T) {
+	s, err := packfs.Open("", &packfs.Options{FS: vfstest.NewMemFS(), CheckpointBytes: -1})
+	mustDo(t, err)
+	defer s.Close()
+	content := []byte("0123456789")
+	mustDo(t, s.WriteFile("a", content, 0o644))
+	f, err := s.Open("a")
+	mustDo(t, err)
+	defer f.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 100 {
+			if err := s.WriteFile("b", []byte{byte(i)}, 0o644); err != nil {
+				t.Error(err)
+			}
+			if err := s.Checkpoint(); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	var got []byte
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		buf := make([]byte, 4)
+		if _, err := f.(io.ReaderAt).ReadAt(buf, 0); err != nil {
+			t.Fatalf("ReadAt beside a checkpoint: %v", err)
+		}
+		if _, err := f.Stat(); err != nil {
+			t.Fatalf("Stat beside a checkpoint: %v", err)
+		}
+		// Read to the end and from the start again: the offset goes
+		// with the file, byte for byte.
+		b := make([]byte, 1)
+		n, err := f.Read(b)
+		switch {
+		case err == io.EOF:
+			if !bytes.Equal(got, content) {
+				t.Fatalf("read %q to the end beside checkpoints, want %q", got, content)
+			}
+			got = got[:0]
+			if _, err := f.(io.Seeker).Seek(0, io.SeekStart); err != nil {
+				t.Fatal(err)
+			}
+		case err != nil:
+			t.Fatalf("Read beside a checkpoint: %v", err)
+		default:
+			got = append(got, b[:n]...)
+		}
 	}
 }

@@ -123,15 +123,16 @@ func (s *Store) fallBack(pre undoPoint) {
 		if h.path == "" {
 			continue
 		}
+		h.mu.Lock()
 		old := h.file()
 		nf, err := u.OpenFile(h.path, os.O_RDONLY, 0)
-		if err != nil {
-			continue // made by the change undone: it stays as it is
-		}
-		if off, err := old.Seek(0, io.SeekCurrent); err == nil {
-			nf.Seek(off, io.SeekStart)
-		}
-		h.f.Store(&fileRef{nf})
+		if err == nil {
+			if off, err := old.Seek(0, io.SeekCurrent); err == nil {
+				nf.Seek(off, io.SeekStart)
+			}
+			h.f.Store(&fileRef{nf})
+		} // else made by the change undone: it stays as it is
+		h.mu.Unlock()
 	}
 }
 

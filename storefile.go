@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -24,6 +25,12 @@ type storeFile struct {
 	flag int
 	f    atomic.Pointer[fileRef] // a checkpoint moves the file to the new union
 	path string                  // guarded by s.wmu; "" once nameless
+	// mu is held for reading by each read, seek and stat, and for
+	// writing by a move, which closes the file they use and takes its
+	// offset: a read beside a checkpoint neither fails on the closed
+	// file nor moves the offset after it was taken. Writes need not take
+	// it: they and moves both hold s.wmu.
+	mu sync.RWMutex
 }
 
 type fileRef struct{ layer.File }
@@ -122,6 +129,8 @@ func (h *storeFile) Stat() (fs.FileInfo, error) {
 	if err := h.closed("stat"); err != nil {
 		return nil, err
 	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	return h.file().Stat()
 }
 
@@ -129,6 +138,8 @@ func (h *storeFile) Read(p []byte) (int, error) {
 	if err := h.closed("read"); err != nil {
 		return 0, err
 	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	return h.file().Read(p)
 }
 
@@ -136,6 +147,8 @@ func (h *storeFile) ReadAt(p []byte, off int64) (int, error) {
 	if err := h.closed("read"); err != nil {
 		return 0, err
 	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	return h.file().ReadAt(p, off)
 }
 
@@ -143,6 +156,8 @@ func (h *storeFile) Seek(off int64, whence int) (int64, error) {
 	if err := h.closed("seek"); err != nil {
 		return 0, err
 	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	return h.file().Seek(off, whence)
 }
 
@@ -150,6 +165,8 @@ func (h *storeFile) ReadDir(n int) ([]fs.DirEntry, error) {
 	if err := h.closed("readdirent"); err != nil { // os's name for it
 		return nil, err
 	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	return h.file().ReadDir(n)
 }
 
@@ -278,6 +295,8 @@ func (h *storeFile) moveTo(u *FS) {
 	if h.path == "" {
 		return // nameless: it stays where it is, unreachable as on Linux
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	old := h.file()
 	nf, err := u.OpenFile(h.path, h.flag&^(os.O_CREATE|os.O_EXCL|os.O_TRUNC), 0)
 	if err != nil {
