@@ -67,6 +67,10 @@ func (o *op) encodeHead(buf []byte) []byte {
 // variable, so that a test can make it small.
 var maxChunk = wal.MaxEntry - 1<<16
 
+// size bounds the bytes of the op's entry: its strings and data, and at
+// most 1+5×10+3×10 bytes of kind and varints.
+func (o *op) size() int { return 81 + len(o.path) + len(o.path2) + len(o.data) }
+
 // split reports whether the op takes more than one entry of the log.
 func (o *op) split() bool {
 	return len(o.data) > maxChunk && (o.kind == opWriteFile || o.kind == opWriteAt)

@@ -476,7 +476,15 @@ func (s *Store) logOp(o *op, pre undoPoint) (wal.LSN, error) {
 			s.tail = append(s.tail, append(bytes.Clone(s.enc), o.data...))
 		}
 	}
-	if err != nil {
+	switch {
+	case err != nil && pre.top == nil:
+		// The log failed on another goroutine's sync after o was found
+		// usable; o's record joined no buffer, but o has applied, as
+		// have the changes whose buffered records that sync lost, and
+		// stays like them (see undoFor). The store fails from now on.
+		s.fail(err, nil)
+		return 0, nil
+	case err != nil:
 		return 0, s.fail(err, &pre)
 	}
 	if s.opts.Sync == SyncAlways {
@@ -552,7 +560,7 @@ func (s *Store) logChange(o op, opName string) (wal.LSN, error) {
 		return 0, err
 	}
 	o.time = s.tick()
-	pre := s.undoPoint()
+	pre := s.undoFor(&o)
 	if err := s.applyLive(o); err != nil {
 		return 0, err
 	}

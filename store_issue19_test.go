@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/packfs/packfs"
@@ -452,5 +453,44 @@ func TestIssue19ReadBesideMove(t *testing.T) {
 		default:
 			got = append(got, b[:n]...)
 		}
+	}
+}
+
+// TestIssue19SmallChangeFillsBuffer: under SyncOnCommit a change takes
+// the state before it only when its record writes to the log at once;
+// a small one that fills the log's buffer on a full disk is such a
+// change: it fails and is not seen, and every change before it is.
+func TestIssue19SmallChangeFillsBuffer(t *testing.T) {
+	d := &fullDisk{FS: vfstest.NewMemFS()}
+	s, err := packfs.Open("", &packfs.Options{FS: d, CheckpointBytes: -1})
+	mustDo(t, err)
+	defer s.Close()
+	mustDo(t, s.WriteFile("old", []byte("old"), 0o644))
+	mustDo(t, s.Sync())
+	d.full.Store(true)
+	value := bytes.Repeat([]byte("v"), 1000)
+	failed := -1
+	for i := range 4000 { // 4 MB: past the 1 MiB buffer
+		if err := s.WriteFile(fmt.Sprintf("f%04d", i), value, 0o644); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("write %d: %v, want ENOSPC", i, err)
+			}
+			failed = i
+			break
+		}
+	}
+	if failed < 0 {
+		t.Fatal("no write failed on a full disk")
+	}
+	if _, err := s.Stat(fmt.Sprintf("f%04d", failed)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the failed change shows: %v", err)
+	}
+	for i := range failed {
+		if data, err := s.ReadFile(fmt.Sprintf("f%04d", i)); err != nil || !bytes.Equal(data, value) {
+			t.Fatalf("f%04d, written before the failure: %d bytes, %v", i, len(data), err)
+		}
+	}
+	if err := s.WriteFile("later", nil, 0o644); err == nil {
+		t.Fatal("a change after the log failed succeeded")
 	}
 }

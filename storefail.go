@@ -46,6 +46,25 @@ func (s *Store) undoPoint() undoPoint {
 	return undoPoint{top: top, lowers: u.layers[1:]}
 }
 
+// undoFor returns the state before the change o, for when logging o
+// fails after o has applied; s.wmu is held. Taking it costs more than
+// the snapshot's O(1): it freezes the upper layer, so the next change
+// copies the index nodes it touches instead of changing them in place.
+// So it is taken only where logging o can fail: under SyncAlways, whose
+// sync may, and when o's record goes to the segment at once (a large
+// one, or one that fills the log's buffer). Otherwise the record only
+// joins the buffer, which fails only once the log has failed: then
+// usable refused o before it applied, unless a sync on another goroutine
+// failed meanwhile. Such a change stays, as do the others whose records
+// that sync lost, and the failure is the store's from then on (see
+// logOp); the zero undoPoint says so.
+func (s *Store) undoFor(o *op) undoPoint {
+	if s.opts.Sync == SyncAlways || o.split() || s.log.Writes(o.size()) {
+		return s.undoPoint()
+	}
+	return undoPoint{}
+}
+
 // awaitSync records that the change logged up to end, which pre was the
 // state before, is acknowledged only by a sync; s.wmu is held, so the
 // records keep the log's order.

@@ -79,7 +79,7 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 	logged := flag&(os.O_CREATE|os.O_TRUNC) != 0
 	var pre undoPoint
 	if logged {
-		pre = s.undoPoint()
+		pre = s.undoFor(&o)
 	}
 	f, err := u.OpenFile(name, flag, perm)
 	if err != nil {
@@ -220,8 +220,8 @@ func (h *storeFile) write(p []byte, off int64, positioned bool) (int, error) {
 		}
 		return 0, err
 	}
-	t := s.tick()
-	pre := s.undoPoint()
+	o := op{kind: opWriteAt, time: s.tick(), path: h.path, a: at, data: p}
+	pre := s.undoFor(&o)
 	var n int
 	if positioned {
 		n, err = f.WriteAt(p, off)
@@ -231,7 +231,8 @@ func (h *storeFile) write(p []byte, off int64, positioned bool) (int, error) {
 	var lsn wal.LSN
 	var lerr error
 	if n > 0 && h.path != "" {
-		lsn, lerr = s.logOp(&op{kind: opWriteAt, time: t, path: h.path, a: at, data: p[:n]}, pre)
+		o.data = p[:n]
+		lsn, lerr = s.logOp(&o, pre)
 		if lerr != nil {
 			n = 0 // undone
 		}
@@ -255,8 +256,8 @@ func (h *storeFile) Truncate(size int64) error {
 		s.wmu.Unlock()
 		return err
 	}
-	t := s.tick()
-	pre := s.undoPoint()
+	o := op{kind: opTruncate, time: s.tick(), path: h.path, a: size}
+	pre := s.undoFor(&o)
 	if err := h.file().Truncate(size); err != nil {
 		s.wmu.Unlock()
 		return err
@@ -264,7 +265,7 @@ func (h *storeFile) Truncate(size int64) error {
 	var lsn wal.LSN
 	var err error
 	if h.path != "" {
-		lsn, err = s.logOp(&op{kind: opTruncate, time: t, path: h.path, a: size}, pre)
+		lsn, err = s.logOp(&o, pre)
 	}
 	s.wmu.Unlock()
 	return s.done(lsn, err)

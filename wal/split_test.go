@@ -127,3 +127,43 @@ func TestIssue19AppendSplitCrash(t *testing.T) {
 		}
 	}
 }
+
+// TestIssue19Writes: Writes tells an append that only joins the buffer
+// from one that writes to the segment (a direct one, or one that fills
+// the buffer), and a sync makes the answer false again.
+func TestIssue19Writes(t *testing.T) {
+	m := vfstest.NewMemFS()
+	l, _, err := replayAll(t, m, Options{BufferSize: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.Writes(100) || !l.Writes(directMin) || !l.Writes(4096) {
+		t.Fatalf("empty buffer: Writes(100) %v, Writes(directMin) %v, Writes(4096) %v", l.Writes(100), l.Writes(directMin), l.Writes(4096))
+	}
+	flushes := 0
+	for range 80 {
+		n := 100
+		wrote := l.Writes(n)
+		if wrote {
+			flushes++
+		}
+		before := m.Ops()
+		if _, err := l.Append(make([]byte, n)); err != nil {
+			t.Fatal(err)
+		}
+		if after := m.Ops(); wrote != (len(after) > len(before)) {
+			t.Fatalf("Writes(%d) said %v, but the append made %d file operations", n, wrote, len(after)-len(before))
+		}
+	}
+	if flushes == 0 {
+		t.Fatal("no append filled the buffer")
+	}
+	p, _ := l.Append([]byte("x"))
+	if err := l.Sync(p); err != nil {
+		t.Fatal(err)
+	}
+	if l.Writes(100) {
+		t.Fatal("Writes(100) after a sync")
+	}
+}

@@ -523,6 +523,18 @@ func (l *Log) AppendSplit(head, tail []byte) (LSN, error) {
 	return end, nil
 }
 
+// Writes reports whether appending one entry of n bytes now would write
+// to the segment, not only to the buffer: AppendSplit writes a large
+// entry at once, and an append that fills the buffer writes it out. Only
+// an append that writes can fail for want of disk; one that does not
+// fails only on a log already failed or closed. Other appends may change
+// the answer; a Sync, which empties the buffer, only to false.
+func (l *Log) Writes(n int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return n >= directMin || len(l.buf)+recHeaderSize+n >= l.bufSize
+}
+
 func (l *Log) usable() error {
 	switch {
 	case l.closed:
