@@ -16,8 +16,9 @@ import (
 // to the live union before it logs it (the union is what says whether the
 // change succeeds, and only changes that succeed are logged), so when the
 // log then fails the change is already there: undoing it is going back to
-// the state before it. Each change takes that state first, in O(1): a
-// snapshot of the upper layer over the same packs (an undoPoint). When
+// the state before it. A change whose logging can fail takes that state
+// first, in O(1): a snapshot of the upper layer over the same packs (an
+// undoPoint; see undoFor for which changes those are). When
 // the log fails, the store refuses changes from then on, and readers,
 // snapshots and open files see the state before the oldest change the
 // failure costs: the change whose append failed, or, when a sync failed,
