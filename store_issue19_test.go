@@ -496,3 +496,82 @@ func TestIssue19SmallChangeFillsBuffer(t *testing.T) {
 		t.Fatal("a change after the log failed succeeded")
 	}
 }
+
+// TestIssue19LookupAtHostile: names no walk would pass, and handles that
+// are not the store's, give errors, never a panic or an entry.
+func TestIssue19LookupAtHostile(t *testing.T) {
+	s, err := packfs.Open("", &packfs.Options{FS: vfstest.NewMemFS()})
+	mustDo(t, err)
+	defer s.Close()
+	mustDo(t, s.MkdirAll("a/b", 0o755))
+	other, err := packfs.Open("", &packfs.Options{FS: vfstest.NewMemFS()})
+	mustDo(t, err)
+	defer other.Close()
+	mustDo(t, other.Mkdir("a", 0o755))
+	foreign, err := other.LookupAt(nil, "a")
+	mustDo(t, err)
+	union := packfs.New(nil)
+	for _, name := range []string{"", ".", "..", "a/b", "/a", "a\x00", string(bytes.Repeat([]byte("n"), 300))} {
+		if e, err := s.LookupAt(nil, name); err == nil {
+			t.Errorf("LookupAt(nil, %q) = %+v, want an error", name, e)
+		}
+		if _, err := s.ReadLinkAt(nil, name); err == nil {
+			t.Errorf("ReadLinkAt(nil, %q) succeeded", name)
+		}
+	}
+	for _, dir := range []any{foreign.Dir, 42, "a", union} {
+		if _, err := s.LookupAt(dir, "b"); !errors.Is(err, errors.ErrUnsupported) {
+			t.Errorf("LookupAt(%T, b): %v, want ErrUnsupported", dir, err)
+		}
+		if _, err := s.ReadLinkAt(dir, "b"); !errors.Is(err, errors.ErrUnsupported) {
+			t.Errorf("ReadLinkAt(%T, b): %v, want ErrUnsupported", dir, err)
+		}
+	}
+}
+
+// TestIssue19UndoRemovedHandle: a file open for writing that an undone
+// transaction removed, or replaced by a rename, keeps its name: its
+// writes after the undo are logged under it and survive a reopen.
+func TestIssue19UndoRemovedHandle(t *testing.T) {
+	m := vfstest.NewMemFS()
+	s, err := packfs.Open("", &packfs.Options{FS: m, CheckpointBytes: -1})
+	mustDo(t, err)
+	mustDo(t, s.WriteFile("gone", []byte("g"), 0o644))
+	mustDo(t, s.WriteFile("over", []byte("o"), 0o644))
+	mustDo(t, s.WriteFile("src", []byte("s"), 0o644))
+	g, err := s.OpenFile("gone", os.O_WRONLY|os.O_APPEND, 0)
+	mustDo(t, err)
+	o, err := s.OpenFile("over", os.O_WRONLY|os.O_APPEND, 0)
+	mustDo(t, err)
+	errNo := errors.New("no")
+	err = s.Update(func(tx *packfs.Tx) error {
+		mustDo(t, tx.Remove("gone"))
+		mustDo(t, tx.Rename("src", "over"))
+		return errNo
+	})
+	if !errors.Is(err, errNo) {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		f    interface{ Write([]byte) (int, error) }
+		name string
+	}{{g, "gone"}, {o, "over"}} {
+		if _, err := w.f.Write([]byte("+")); err != nil {
+			t.Fatalf("write to %s after the undo: %v", w.name, err)
+		}
+	}
+	mustDo(t, s.Sync())
+	g.(io.Closer).Close()
+	o.(io.Closer).Close()
+	want := map[string]string{"gone": "g+", "over": "o+", "src": "s"}
+	check := func(when string, s *packfs.Store) {
+		for name, data := range want {
+			if got, err := s.ReadFile(name); err != nil || string(got) != data {
+				t.Fatalf("%s: %s = %q, %v; want %q", when, name, got, err, data)
+			}
+		}
+	}
+	check("now", s)
+	s = reopenMem(t, s, m)
+	check("after a reopen", s)
+}
