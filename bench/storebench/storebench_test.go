@@ -10,7 +10,7 @@ import (
 // bytes per transaction.
 func report(b *testing.B, run func(dir string) (Result, error)) {
 	b.Helper()
-	var tx, syncs, bytes, ckpt, cpu float64
+	var tx, syncs, bytes, ckpt, cpu, ckSyncs float64
 	for range b.N {
 		r, err := run(b.TempDir())
 		if err != nil {
@@ -20,6 +20,7 @@ func report(b *testing.B, run func(dir string) (Result, error)) {
 		syncs += r.SyncsPerTx()
 		bytes += r.BytesPerTx()
 		cpu += r.CPUPerTx()
+		ckSyncs += float64(r.CheckpointSyncs) / float64(r.Tx)
 		ckpt += float64(r.Checkpoint.Microseconds()) / 1000
 	}
 	n := float64(b.N)
@@ -29,6 +30,7 @@ func report(b *testing.B, run func(dir string) (Result, error)) {
 	if syncs >= 0 {
 		b.ReportMetric(syncs/n, "syncs/tx")
 		b.ReportMetric(bytes/n, "B/tx")
+		b.ReportMetric(ckSyncs/n, "ckpt-syncs/tx")
 	}
 	if ckpt > 0 {
 		b.ReportMetric(ckpt/n, "ckpt-ms")

@@ -35,6 +35,9 @@ type Result struct {
 	Bytes      int64         // bytes written to the host (-1: not counted)
 	Checkpoint time.Duration // the final checkpoint, where there is one
 	CPU        time.Duration // the process's CPU time while committing
+	// CheckpointSyncs counts the fsyncs of the final checkpoint, which
+	// covers the transactions' log: their share, amortized.
+	CheckpointSyncs int64
 }
 
 // CPUPerTx returns the process's CPU time per transaction, in µs: on a
@@ -188,6 +191,7 @@ func PackFSSingleKey(dir string, files, txs, committers int, hot bool) (Result, 
 	t := time.Now()
 	err = s.Checkpoint()
 	r.Checkpoint = time.Since(t)
+	r.CheckpointSyncs = c.syncs.Load() - r.Syncs
 	return r, err
 }
 
@@ -216,6 +220,7 @@ func PackFSMultiKey(dir string, txs, keys int) (Result, error) {
 	t := time.Now()
 	err = s.Checkpoint()
 	r.Checkpoint = time.Since(t)
+	r.CheckpointSyncs = c.syncs.Load() - r.Syncs
 	return r, err
 }
 
