@@ -34,14 +34,19 @@ func (s *Store) maybeCheckpoint() {
 		return
 	}
 	s.wmu.Lock()
+	s.launchCheckpoint()
+	s.wmu.Unlock()
+}
+
+// launchCheckpoint starts a background checkpoint, which the caller has
+// claimed by setting ckAuto; s.wmu is held.
+func (s *Store) launchCheckpoint() {
 	if s.closing {
-		s.wmu.Unlock()
 		s.ckAuto.Store(false)
 		return
 	}
 	s.bg.Add(1) // before Close's Wait, which runs only after closing is set
 	flatten := len(s.packs) >= s.maxPacks()
-	s.wmu.Unlock()
 	go func() {
 		defer s.bg.Done()
 		defer s.ckAuto.Store(false)
@@ -93,9 +98,12 @@ func (s *Store) checkpoint(flatten bool) error {
 	if fi, err := snap.Stat("."); err == nil {
 		root, mode = fi.ModTime().UnixNano(), fi.Mode()
 	}
-	var src fs.FS = snap.layers[0] // the upper layer: a delta
+	// What the packs do not hold: the upper layer, a delta, and the
+	// snapshots of upper layers that undone transactions left below it
+	// (see undo), each written as a pack of its own.
+	srcs := snap.layers[:len(snap.layers)-len(s.packs)]
 	if flatten {
-		src = snap
+		srcs = []fs.FS{snap}
 	}
 	s.tail = [][]byte{}
 	next := manifest{version: manifestVersion, gen: s.man.gen + 1, wal: first, root: root, mode: uint32(mode)}
@@ -108,17 +116,30 @@ func (s *Store) checkpoint(flatten bool) error {
 		return err
 	}
 
-	// 2. Without it: write the pack and the manifest.
-	name := packName(next.gen)
-	err = writeAtomic(s.dir, name, func(w io.Writer) error { return packwriter.Write(w, src) })
-	if err != nil {
-		return abandon(err)
+	// 2. Without it: write the packs, bottom first, and the manifest.
+	var made []*openPack // top first
+	closeMade := func() {
+		for _, p := range made {
+			p.close()
+		}
 	}
-	p, err := s.openPack(packRef{name: name})
-	if err != nil {
-		return abandon(err)
+	for i := len(srcs) - 1; i >= 0; i-- {
+		if i < len(srcs)-1 {
+			next.gen++
+		}
+		name := packName(next.gen)
+		err = writeAtomic(s.dir, name, func(w io.Writer) error { return packwriter.Write(w, srcs[i]) })
+		var p *openPack
+		if err == nil {
+			p, err = s.openPack(packRef{name: name})
+		}
+		if err != nil {
+			closeMade()
+			return abandon(err)
+		}
+		made = append([]*openPack{p}, made...)
 	}
-	keep := []*openPack{p}
+	keep := made
 	if !flatten {
 		keep = append(keep, s.packs...)
 	}
@@ -131,7 +152,7 @@ func (s *Store) checkpoint(flatten bool) error {
 		// The log still holds every change either way, so the store
 		// goes on over its old packs; the next checkpoint takes a new
 		// generation, never this one's pack's name.
-		p.close()
+		closeMade()
 		s.wmu.Lock()
 		s.tail = nil
 		s.man.gen = next.gen

@@ -45,7 +45,11 @@ type op struct {
 }
 
 // encode appends the op to buf.
-func (o *op) encode(buf []byte) []byte {
+func (o *op) encode(buf []byte) []byte { return append(o.encodeHead(buf), o.data...) }
+
+// encodeHead appends the op to buf but for its data's bytes, which
+// follow it in the entry: a large write is logged from where it lies.
+func (o *op) encodeHead(buf []byte) []byte {
 	buf = append(buf, byte(o.kind))
 	buf = binary.AppendVarint(buf, o.time)
 	buf = binary.AppendUvarint(buf, uint64(len(o.path)))
@@ -55,8 +59,7 @@ func (o *op) encode(buf []byte) []byte {
 	buf = binary.AppendVarint(buf, o.a)
 	buf = binary.AppendVarint(buf, o.b)
 	buf = binary.AppendVarint(buf, o.c)
-	buf = binary.AppendUvarint(buf, uint64(len(o.data)))
-	return append(buf, o.data...)
+	return binary.AppendUvarint(buf, uint64(len(o.data)))
 }
 
 // maxChunk bounds the data of one entry of the log, below wal.MaxEntry
@@ -64,11 +67,20 @@ func (o *op) encode(buf []byte) []byte {
 // variable, so that a test can make it small.
 var maxChunk = wal.MaxEntry - 1<<16
 
+// size bounds the bytes of the op's entry: its strings and data, and at
+// most 1+5×10+3×10 bytes of kind and varints.
+func (o *op) size() int { return 81 + len(o.path) + len(o.path2) + len(o.data) }
+
+// split reports whether the op takes more than one entry of the log.
+func (o *op) split() bool {
+	return len(o.data) > maxChunk && (o.kind == opWriteFile || o.kind == opWriteAt)
+}
+
 // entries encodes the op as entries of the log, one unit: a write of more
 // than maxChunk bytes becomes its first chunk and writes at the offsets
 // of the others, which replay to the same file, with the same clock.
 func (o *op) entries() [][]byte {
-	if len(o.data) <= maxChunk || o.kind != opWriteFile && o.kind != opWriteAt {
+	if !o.split() {
 		return [][]byte{o.encode(nil)}
 	}
 	first := *o

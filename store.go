@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/packfs/packfs/internal/pathwalk"
 	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/layer/mem"
 	"github.com/packfs/packfs/packreader"
@@ -85,6 +86,7 @@ type Store struct {
 	// which they were made, and guards the fields below it.
 	wmu   sync.Mutex
 	now   time.Time // the upper layer's clock: a change's recorded time
+	enc   []byte    // the head of the entry logOp logs, reused
 	log   *wal.Log
 	man   manifest
 	packs []*openPack // top first, as in man.packs
@@ -458,13 +460,32 @@ func (s *Store) tick() int64 {
 // pre before it; s.wmu is held. If the log fails, the change is undone
 // for every reader (see fail).
 func (s *Store) logOp(o *op, pre undoPoint) (wal.LSN, error) {
-	es := o.entries()
-	p, err := s.log.Append(es...)
-	if err != nil {
-		return 0, s.fail(err, &pre)
+	var p wal.LSN
+	var err error
+	if o.split() {
+		es := o.entries()
+		if p, err = s.log.Append(es...); err == nil && s.tail != nil {
+			s.tail = append(s.tail, es...)
+		}
+	} else {
+		// One entry, its head encoded in a buffer kept for the next and
+		// its data logged from where it lies: no allocation, and a large
+		// write is copied by the page cache alone.
+		s.enc = o.encodeHead(s.enc[:0])
+		if p, err = s.log.AppendSplit(s.enc, o.data); err == nil && s.tail != nil {
+			s.tail = append(s.tail, append(bytes.Clone(s.enc), o.data...))
+		}
 	}
-	if s.tail != nil {
-		s.tail = append(s.tail, es...)
+	switch {
+	case err != nil && pre.top == nil:
+		// The log failed on another goroutine's sync after o was found
+		// usable; o's record joined no buffer, but o has applied, as
+		// have the changes whose buffered records that sync lost, and
+		// stays like them (see undoFor). The store fails from now on.
+		s.fail(err, nil)
+		return 0, nil
+	case err != nil:
+		return 0, s.fail(err, &pre)
 	}
 	if s.opts.Sync == SyncAlways {
 		s.awaitSync(p, pre)
@@ -539,7 +560,7 @@ func (s *Store) logChange(o op, opName string) (wal.LSN, error) {
 		return 0, err
 	}
 	o.time = s.tick()
-	pre := s.undoPoint()
+	pre := s.undoFor(&o)
 	if err := s.applyLive(o); err != nil {
 		return 0, err
 	}
@@ -560,15 +581,17 @@ func (s *Store) applyLive(o op) error {
 	var from, to string
 	s.hmu.Lock()
 	defer s.hmu.Unlock()
-	track := len(s.handles) > 0
-	if track {
+	track := false
+	if len(s.handles) > 0 {
 		switch o.kind {
 		case opRename:
-			from, to = canonical(u, o.path, false), canonical(u, o.path2, false)
+			if track = s.handleHas(o.path) || s.handleHas(o.path2); track {
+				from, to = canonical(u, o.path, false), canonical(u, o.path2, false)
+			}
 		case opRemove, opRemoveAll:
-			from = canonical(u, o.path, false)
-		default:
-			track = false
+			if track = s.handleHas(o.path); track {
+				from = canonical(u, o.path, false)
+			}
 		}
 	}
 	if err := apply(u, o); err != nil {
@@ -580,6 +603,35 @@ func (s *Store) applyLive(o op) error {
 		}
 	}
 	return nil
+}
+
+// handleHas reports whether the name of an open handle holds the last
+// element of name: only then can a removal or rename of name, whatever
+// symlinks lead to it, change the handle's name, so that a change that
+// can change none resolves nothing. s.hmu is held.
+func (s *Store) handleHas(name string) bool {
+	b := path.Base(name)
+	for h := range s.handles {
+		if hasElem(h.path, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasElem reports whether the slash-separated p holds the element b.
+func hasElem(p, b string) bool {
+	for p != "" {
+		i := strings.IndexByte(p, '/')
+		if i < 0 {
+			return p == b
+		}
+		if p[:i] == b {
+			return true
+		}
+		p = p[i+1:]
+	}
+	return false
 }
 
 // nameAfter returns the name that the file named p has after a change of
@@ -767,6 +819,57 @@ func readView[T any](s *Store, op, name string, fn func(u *FS) (T, error)) (T, e
 			return v, err
 		}
 	}
+}
+
+// storeDir is a directory handle of Store.LookupAt: the union it was
+// found in, and that union's own handle.
+type storeDir struct {
+	u *FS
+	d pathwalk.Dir
+}
+
+var _ pathwalk.LookupFS = (*Store)(nil)
+
+// LookupAt looks name up in a directory found by an earlier LookupAt (nil:
+// the root), so that the afero adapter resolves a path with one lookup
+// per element. A handle found in a tree that readers no longer see (a
+// checkpoint or a transaction replaced it since) gives
+// errors.ErrUnsupported: the caller asks by paths instead.
+func (s *Store) LookupAt(dir pathwalk.Dir, name string) (pathwalk.Entry, error) {
+	return readView(s, "lstat", name, func(u *FS) (pathwalk.Entry, error) {
+		d, err := s.dirIn(u, dir)
+		if err != nil {
+			return pathwalk.Entry{}, err
+		}
+		e, err := u.LookupAt(d, name)
+		if err == nil && e.Dir != nil {
+			e.Dir = &storeDir{u: u, d: e.Dir}
+		}
+		return e, err
+	})
+}
+
+// ReadLinkAt returns the target of the symlink name in dir.
+func (s *Store) ReadLinkAt(dir pathwalk.Dir, name string) (string, error) {
+	return readView(s, "readlink", name, func(u *FS) (string, error) {
+		d, err := s.dirIn(u, dir)
+		if err != nil {
+			return "", err
+		}
+		return u.ReadLinkAt(d, name)
+	})
+}
+
+// dirIn returns the handle of u that dir, a handle of LookupAt, stands
+// for: nil for the root, and ErrUnsupported for one found in another tree.
+func (s *Store) dirIn(u *FS, dir pathwalk.Dir) (pathwalk.Dir, error) {
+	if dir == nil {
+		return nil, nil
+	}
+	if sd, ok := dir.(*storeDir); ok && sd != nil && sd.u == u {
+		return sd.d, nil
+	}
+	return nil, errors.ErrUnsupported
 }
 
 func (s *Store) Sub(dir string) (fs.FS, error) {

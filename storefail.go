@@ -16,8 +16,9 @@ import (
 // to the live union before it logs it (the union is what says whether the
 // change succeeds, and only changes that succeed are logged), so when the
 // log then fails the change is already there: undoing it is going back to
-// the state before it. Each change takes that state first, in O(1): a
-// snapshot of the upper layer over the same packs (an undoPoint). When
+// the state before it. A change whose logging can fail takes that state
+// first, in O(1): a snapshot of the upper layer over the same packs (an
+// undoPoint; see undoFor for which changes those are). When
 // the log fails, the store refuses changes from then on, and readers,
 // snapshots and open files see the state before the oldest change the
 // failure costs: the change whose append failed, or, when a sync failed,
@@ -44,6 +45,25 @@ func (s *Store) undoPoint() undoPoint {
 		top, _ = snapshotOf(u.upper)
 	}
 	return undoPoint{top: top, lowers: u.layers[1:]}
+}
+
+// undoFor returns the state before the change o, for when logging o
+// fails after o has applied; s.wmu is held. Taking it costs more than
+// the snapshot's O(1): it freezes the upper layer, so the next change
+// copies the index nodes it touches instead of changing them in place.
+// So it is taken only where logging o can fail: under SyncAlways, whose
+// sync may, and when o's record goes to the segment at once (a large
+// one, or one that fills the log's buffer). Otherwise the record only
+// joins the buffer, which fails only once the log has failed: then
+// usable refused o before it applied, unless a sync on another goroutine
+// failed meanwhile. Such a change stays, as do the others whose records
+// that sync lost, and the failure is the store's from then on (see
+// logOp); the zero undoPoint says so.
+func (s *Store) undoFor(o *op) undoPoint {
+	if s.opts.Sync == SyncAlways || o.split() || s.log.Writes(o.size()) {
+		return s.undoPoint()
+	}
+	return undoPoint{}
 }
 
 // awaitSync records that the change logged up to end, which pre was the
@@ -123,15 +143,16 @@ func (s *Store) fallBack(pre undoPoint) {
 		if h.path == "" {
 			continue
 		}
+		h.mu.Lock()
 		old := h.file()
 		nf, err := u.OpenFile(h.path, os.O_RDONLY, 0)
-		if err != nil {
-			continue // made by the change undone: it stays as it is
-		}
-		if off, err := old.Seek(0, io.SeekCurrent); err == nil {
-			nf.Seek(off, io.SeekStart)
-		}
-		h.f.Store(&fileRef{nf})
+		if err == nil {
+			if off, err := old.Seek(0, io.SeekCurrent); err == nil {
+				nf.Seek(off, io.SeekStart)
+			}
+			h.f.Store(&fileRef{nf})
+		} // else made by the change undone: it stays as it is
+		h.mu.Unlock()
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -24,6 +25,12 @@ type storeFile struct {
 	flag int
 	f    atomic.Pointer[fileRef] // a checkpoint moves the file to the new union
 	path string                  // guarded by s.wmu; "" once nameless
+	// mu is held for reading by each read, seek and stat, and for
+	// writing by a move, which closes the file they use and takes its
+	// offset: a read beside a checkpoint neither fails on the closed
+	// file nor moves the offset after it was taken. Writes need not take
+	// it: they and moves both hold s.wmu.
+	mu sync.RWMutex
 }
 
 type fileRef struct{ layer.File }
@@ -44,9 +51,6 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 		if err != nil {
 			return nil, err
 		}
-		// The union's handle knows the file's own path: a *file carries
-		// it, and any other handle but a directory's was opened by it.
-		p := name
 		switch uf := f.(type) {
 		case *dir:
 			return f, nil // a listing: it lists what it lists
@@ -54,9 +58,8 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 			if uf.hideWhiteouts {
 				return f, nil
 			}
-			p = uf.path
 		}
-		h := &storeFile{s: s, name: name, flag: flag, path: p}
+		h := &storeFile{s: s, name: name, flag: flag, path: ownPath(f, name)}
 		h.f.Store(&fileRef{f})
 		s.hmu.Lock()
 		s.handles[h] = struct{}{}
@@ -71,21 +74,19 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 		return nil, err
 	}
 	u := s.live.Load()
-	excl := flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL
-	p := canonical(u, name, !excl && flag&noFollow == 0)
 	o := op{kind: opOpen, path: name, a: int64(flag&(os.O_CREATE|os.O_EXCL|os.O_TRUNC|noFollow) | os.O_WRONLY), b: int64(perm)}
 	o.time = s.tick()
 	logged := flag&(os.O_CREATE|os.O_TRUNC) != 0
 	var pre undoPoint
 	if logged {
-		pre = s.undoPoint()
+		pre = s.undoFor(&o)
 	}
 	f, err := u.OpenFile(name, flag, perm)
 	if err != nil {
 		s.wmu.Unlock()
 		return nil, err
 	}
-	h := &storeFile{s: s, name: name, flag: flag, path: p}
+	h := &storeFile{s: s, name: name, flag: flag, path: ownPath(f, name)}
 	h.f.Store(&fileRef{f})
 	s.hmu.Lock()
 	s.handles[h] = struct{}{}
@@ -100,6 +101,17 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 		return nil, err
 	}
 	return h, nil
+}
+
+// ownPath returns the union's own name for the file f it opened as name,
+// its symlinks resolved: a *file carries it, and any other handle was
+// opened by name itself. Taking it from the handle spares a second walk
+// of name before the open.
+func ownPath(f layer.File, name string) string {
+	if uf, ok := f.(*file); ok {
+		return uf.path
+	}
+	return name
 }
 
 // closed returns fs.ErrClosed once the store is closed: its files fail
@@ -117,6 +129,8 @@ func (h *storeFile) Stat() (fs.FileInfo, error) {
 	if err := h.closed("stat"); err != nil {
 		return nil, err
 	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	return h.file().Stat()
 }
 
@@ -124,6 +138,8 @@ func (h *storeFile) Read(p []byte) (int, error) {
 	if err := h.closed("read"); err != nil {
 		return 0, err
 	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	return h.file().Read(p)
 }
 
@@ -131,6 +147,8 @@ func (h *storeFile) ReadAt(p []byte, off int64) (int, error) {
 	if err := h.closed("read"); err != nil {
 		return 0, err
 	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	return h.file().ReadAt(p, off)
 }
 
@@ -138,6 +156,8 @@ func (h *storeFile) Seek(off int64, whence int) (int64, error) {
 	if err := h.closed("seek"); err != nil {
 		return 0, err
 	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	return h.file().Seek(off, whence)
 }
 
@@ -145,6 +165,8 @@ func (h *storeFile) ReadDir(n int) ([]fs.DirEntry, error) {
 	if err := h.closed("readdirent"); err != nil { // os's name for it
 		return nil, err
 	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	return h.file().ReadDir(n)
 }
 
@@ -198,8 +220,8 @@ func (h *storeFile) write(p []byte, off int64, positioned bool) (int, error) {
 		}
 		return 0, err
 	}
-	t := s.tick()
-	pre := s.undoPoint()
+	o := op{kind: opWriteAt, time: s.tick(), path: h.path, a: at, data: p}
+	pre := s.undoFor(&o)
 	var n int
 	if positioned {
 		n, err = f.WriteAt(p, off)
@@ -209,7 +231,8 @@ func (h *storeFile) write(p []byte, off int64, positioned bool) (int, error) {
 	var lsn wal.LSN
 	var lerr error
 	if n > 0 && h.path != "" {
-		lsn, lerr = s.logOp(&op{kind: opWriteAt, time: t, path: h.path, a: at, data: p[:n]}, pre)
+		o.data = p[:n]
+		lsn, lerr = s.logOp(&o, pre)
 		if lerr != nil {
 			n = 0 // undone
 		}
@@ -233,8 +256,8 @@ func (h *storeFile) Truncate(size int64) error {
 		s.wmu.Unlock()
 		return err
 	}
-	t := s.tick()
-	pre := s.undoPoint()
+	o := op{kind: opTruncate, time: s.tick(), path: h.path, a: size}
+	pre := s.undoFor(&o)
 	if err := h.file().Truncate(size); err != nil {
 		s.wmu.Unlock()
 		return err
@@ -242,7 +265,7 @@ func (h *storeFile) Truncate(size int64) error {
 	var lsn wal.LSN
 	var err error
 	if h.path != "" {
-		lsn, err = s.logOp(&op{kind: opTruncate, time: t, path: h.path, a: size}, pre)
+		lsn, err = s.logOp(&o, pre)
 	}
 	s.wmu.Unlock()
 	return s.done(lsn, err)
@@ -273,6 +296,8 @@ func (h *storeFile) moveTo(u *FS) {
 	if h.path == "" {
 		return // nameless: it stays where it is, unreachable as on Linux
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	old := h.file()
 	nf, err := u.OpenFile(h.path, h.flag&^(os.O_CREATE|os.O_EXCL|os.O_TRUNC), 0)
 	if err != nil {

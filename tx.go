@@ -2,7 +2,6 @@ package packfs
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"time"
 
@@ -16,11 +15,13 @@ import (
 // transaction began. A Tx is valid only inside the function given to
 // Update, and only on that function's goroutine.
 type Tx struct {
-	s    *Store
-	fs   *FS // its changes, over a snapshot of the store
-	now  time.Time
-	ops  []op
-	done bool
+	s       *Store
+	fs      *FS // the live union, which its changes apply to
+	entries [][]byte
+	// names holds the names open handles had before the transaction
+	// changed them, so that a transaction undone gives them back.
+	names map[*storeFile]string
+	done  bool
 }
 
 // Update runs fn as a transaction. If fn returns nil, its changes apply
@@ -31,7 +32,10 @@ type Tx struct {
 //
 // Transactions and other changes run one at a time; readers of the store
 // go on meanwhile, and see a transaction's changes all at once, when it
-// applies. A file opened before then sees them one by one.
+// commits. Each change applies once, to the store's own tree, as fn makes
+// it, while readers see the state before the transaction: so a file
+// opened before the transaction sees its changes as they are made, and
+// sees them go again if the transaction does not commit.
 //
 // fn must change the store only through tx: a change of the store itself
 // made inside fn (s.WriteFile, a write to a file of s, s.Update,
@@ -54,6 +58,13 @@ func (s *Store) Update(fn func(tx *Tx) error) error {
 
 // update runs the transaction and logs it, returning where its unit ends
 // in the log (0: it changed nothing).
+//
+// The changes apply to the live union as fn makes them, once: readers
+// see the state before them (frozen) meanwhile. A transaction that does
+// not commit is undone by going back to that state: a fresh upper layer
+// over the frozen state's layers, its upper layer's snapshot among them,
+// until the next checkpoint writes that layer out as a pack of its own
+// (see undo).
 func (s *Store) update(fn func(tx *Tx) error) (wal.LSN, error) {
 	if s.opts.Sync != SyncNone {
 		s.inflight.Add(1)
@@ -66,52 +77,40 @@ func (s *Store) update(fn func(tx *Tx) error) (wal.LSN, error) {
 	if err := s.usable("update", "."); err != nil {
 		return 0, err
 	}
-	snap, err := s.live.Load().Snapshot()
+	u := s.live.Load()
+	snap, err := u.Snapshot()
 	if err != nil {
 		return 0, err
 	}
-	tx := &Tx{s: s}
-	mode := fs.ModeDir | 0o755
-	if fi, err := snap.Stat("."); err == nil {
-		tx.now, mode = fi.ModTime(), fi.Mode()
-	}
-	// The snapshot's layers, not the snapshot itself, go below: one union
-	// resolves a path once, where a union over a union would twice.
-	tx.fs = New(newUpper(func() time.Time { return tx.now }, mode), snap.layers...)
-	defer func() { tx.done = true }()
-	if err := runCallback(s, fn, tx); err != nil {
-		return 0, err
-	}
-	tx.done = true
-	if len(tx.ops) == 0 {
-		return 0, nil
-	}
-	entries := make([][]byte, 0, len(tx.ops))
+	tx := &Tx{s: s, fs: u}
 	pre := undoPoint{top: snap.layers[0], lowers: snap.layers[1:]}
 	s.frozen.Store(snap) // readers see the state before the transaction
 	s.applying.Add(1)
+	settled := false
 	defer func() {
+		tx.done = true
+		if !settled && len(tx.entries) > 0 {
+			s.undo(tx, snap) // fn failed or panicked
+		}
 		if s.applying.Load()%2 == 1 {
 			s.applying.Add(1)
 		}
 		s.frozen.Store(nil)
 	}()
-	for i, o := range tx.ops {
-		s.now = time.Unix(0, o.time)
-		if err := s.applyLive(o); err != nil {
-			// The change applied to the snapshot, so it must apply here:
-			// if not, memory and log disagree, and only a reopen mends it.
-			return 0, s.breakAt(fmt.Errorf("packfs: transaction change %d of %d does not apply to the store: %w", i+1, len(tx.ops), err), pre)
-		}
-		es := o.entries()
-		entries = append(entries, es...)
-		if s.tail != nil {
-			s.tail = append(s.tail, es...)
-		}
+	if err := runCallback(s, fn, tx); err != nil {
+		return 0, err
 	}
-	p, err := s.log.Append(entries...)
+	tx.done = true
+	settled = true
+	if len(tx.entries) == 0 {
+		return 0, nil
+	}
+	if s.tail != nil {
+		s.tail = append(s.tail, tx.entries...)
+	}
+	p, err := s.log.Append(tx.entries...)
 	if err != nil {
-		return 0, s.fail(err, &pre)
+		return 0, s.fail(err, &pre) // readers go back to pre for good
 	}
 	if s.opts.Sync != SyncNone {
 		s.awaitSync(p, pre)
@@ -121,20 +120,64 @@ func (s *Store) update(fn func(tx *Tx) error) (wal.LSN, error) {
 	return p, nil
 }
 
-// change applies o to the transaction's view and records it.
+// maxStacked bounds the upper layers' snapshots that undone transactions
+// leave below the live upper layer: one more starts a checkpoint, which
+// writes them out as packs.
+const maxStacked = 4
+
+// undo goes back to snap, the state before the transaction tx, which did
+// not commit; s.wmu is held. The live union's upper layer holds tx's
+// changes, and snap's holds the state before them: a fresh upper layer
+// over snap's layers is that state, writable. The open files move to it
+// under the names they had before tx.
+func (s *Store) undo(tx *Tx, snap *FS) {
+	mode := fs.ModeDir | 0o755
+	root := time.Now()
+	if fi, err := snap.Stat("."); err == nil {
+		root, mode = fi.ModTime(), fi.Mode()
+	}
+	s.now = root
+	u := New(newUpper(s.clock, mode), snap.layers...)
+	s.hmu.Lock()
+	for h, p := range tx.names {
+		h.path = p
+	}
+	for h := range s.handles {
+		h.moveTo(u)
+	}
+	s.live.Store(u)
+	s.hmu.Unlock()
+	if s.limit >= 0 && len(u.layers)-1-len(s.packs) > maxStacked && s.ckAuto.CompareAndSwap(false, true) {
+		s.launchCheckpoint()
+	}
+}
+
+// change applies o to the live union, whose readers see the state before
+// the transaction, and records it.
 func (tx *Tx) change(o op, opName string) error {
 	if tx.done {
 		return layer.PathError(opName, o.path, fs.ErrClosed)
 	}
-	t := time.Now()
-	tx.now, o.time = t, t.UnixNano()
-	if err := apply(tx.fs, o); err != nil {
+	s := tx.s
+	o.time = time.Now().UnixNano()
+	s.now = time.Unix(0, o.time) // as replay sets it
+	switch o.kind {
+	case opRename, opRemove, opRemoveAll:
+		s.hmu.Lock()
+		for h := range s.handles {
+			if _, ok := tx.names[h]; !ok {
+				if tx.names == nil {
+					tx.names = map[*storeFile]string{}
+				}
+				tx.names[h] = h.path
+			}
+		}
+		s.hmu.Unlock()
+	}
+	if err := s.applyLive(o); err != nil {
 		return err
 	}
-	if o.data != nil {
-		o.data = append([]byte(nil), o.data...)
-	}
-	tx.ops = append(tx.ops, o)
+	tx.entries = append(tx.entries, o.entries()...)
 	return nil
 }
 

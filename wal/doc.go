@@ -9,6 +9,14 @@
 // stops at a torn tail and truncates it, and fails with ErrCorrupt on
 // damage a crash cannot explain. FORMAT.md gives the byte layout.
 //
+// Appends gather in a buffer that is written out when it fills or at a
+// sync. AppendSplit takes an entry in two parts, so that a caller need
+// not join its header to its data, and writes a large one (32 KiB or
+// more) to the segment at once, from where it lies: a large write is
+// copied only by the page cache. Writes says beforehand whether an
+// append will write to the segment, the only appends that can fail for
+// want of disk.
+//
 // # Durability
 //
 // Each segment's header holds a slot that every Sync carries forward to

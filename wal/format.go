@@ -162,6 +162,29 @@ func appendRecord(b []byte, typ byte, synced int64, payload []byte) []byte {
 	return b
 }
 
+// appendRecordSplit appends a record whose payload is head followed by
+// tail.
+func appendRecordSplit(b []byte, typ byte, synced int64, head, tail []byte) []byte {
+	start := len(b)
+	b = binary.LittleEndian.AppendUint32(b, recMagic)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(head)+len(tail)))
+	b = binary.LittleEndian.AppendUint32(b, 0) // the CRC, below
+	b = append(b, typ, 0, 0, 0)
+	b = binary.LittleEndian.AppendUint64(b, uint64(synced))
+	b = append(b, head...)
+	b = append(b, tail...)
+	binary.LittleEndian.PutUint32(b[start+8:], recordCRC(b[start:], nil))
+	return b
+}
+
+// recordCRC is the CRC of the record that starts rec, with more bytes of
+// payload after those rec holds: its length field, then its type, synced
+// offset and payload.
+func recordCRC(rec, more []byte) uint32 {
+	crc := crc32.Update(crc32.Checksum(rec[4:8], castagnoli), castagnoli, rec[12:])
+	return crc32.Update(crc, castagnoli, more)
+}
+
 // record is one decoded record.
 type record struct {
 	typ     byte

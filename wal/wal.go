@@ -451,6 +451,90 @@ func (l *Log) Append(entries ...[]byte) (LSN, error) {
 	return end, nil
 }
 
+// directMin is the size from which AppendSplit writes an entry to the
+// segment itself rather than gathering it in the buffer.
+const directMin = 32 << 10
+
+// AppendSplit appends one entry, head followed by tail, as Append does,
+// without joining them first. A tail of directMin bytes or more is
+// written straight to the segment, behind what was buffered, and not
+// copied: a large write is logged with no copy but the page cache's.
+// The segment is written then; it is synced, as ever, by Sync.
+func (l *Log) AppendSplit(head, tail []byte) (LSN, error) {
+	if len(head)+len(tail) > MaxEntry {
+		return 0, fmt.Errorf("wal: entry of %d bytes, the most is %d", len(head)+len(tail), MaxEntry)
+	}
+	if len(tail) < directMin {
+		l.mu.Lock()
+		if err := l.usable(); err != nil {
+			l.mu.Unlock()
+			return 0, err
+		}
+		n := len(l.buf)
+		l.buf = appendRecordSplit(l.buf, recEntry, l.durable, head, tail)
+		l.size += int64(len(l.buf) - n)
+		end := lsn(l.id, l.written+int64(len(l.buf)))
+		full := len(l.buf) >= l.bufSize
+		l.mu.Unlock()
+		if full {
+			if err := l.flush(0); err != nil {
+				return 0, err
+			}
+		}
+		return end, nil
+	}
+	// The file is written in offset order under flushMu: what the
+	// buffer holds first, then this record.
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	if err := l.usable(); err != nil {
+		l.mu.Unlock()
+		return 0, err
+	}
+	n := len(l.buf)
+	data := appendRecordSplit(l.buf, recEntry, l.durable, head, tail[:0])
+	// The record's CRC covers tail too: appendRecordSplit has room for
+	// it, and tail is written from where it lies.
+	binary.LittleEndian.PutUint32(data[n+4:], uint32(len(head)+len(tail)))
+	binary.LittleEndian.PutUint32(data[n+8:], recordCRC(data[n:], tail))
+	l.buf, l.spare = l.spare[:0], nil
+	seg, id, at := l.seg, l.id, l.written
+	size := int64(len(data)) + int64(len(tail))
+	l.written += size
+	l.size += size - int64(n)
+	end := lsn(id, l.written)
+	l.mu.Unlock()
+
+	_, err := seg.WriteAt(data, at)
+	if err == nil {
+		_, err = seg.WriteAt(tail, at+int64(len(data)))
+	}
+	l.allocated = max(l.allocated, at+size)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		l.err = fmt.Errorf("wal: %s: %w", segmentName(id), err)
+		return 0, l.err
+	}
+	if cap(data) <= 4*l.bufSize {
+		l.spare = data[:0]
+	}
+	return end, nil
+}
+
+// Writes reports whether appending one entry of n bytes now would write
+// to the segment, not only to the buffer: AppendSplit writes a large
+// entry at once, and an append that fills the buffer writes it out. Only
+// an append that writes can fail for want of disk; one that does not
+// fails only on a log already failed or closed. Other appends may change
+// the answer; a Sync, which empties the buffer, only to false.
+func (l *Log) Writes(n int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return n >= directMin || len(l.buf)+recHeaderSize+n >= l.bufSize
+}
+
 func (l *Log) usable() error {
 	switch {
 	case l.closed:
@@ -553,11 +637,16 @@ func (l *Log) flush(upTo LSN) error {
 	l.mu.Unlock()
 
 	var err error
-	if end := at + int64(len(data)); l.prealloc > 0 && end > l.allocated {
-		err = l.extend(seg, end)
-	}
-	if err == nil && len(data) > 0 {
+	end := at + int64(len(data))
+	if len(data) > 0 {
 		_, err = seg.WriteAt(data, at)
+	}
+	l.allocated = max(l.allocated, end)
+	if err == nil && sync && l.prealloc > 0 && end >= l.allocated {
+		// Zeros ahead of the records, only when a sync follows: the
+		// records are written once, and a flush of a full buffer between
+		// syncs grows the file without writing zeros it then overwrites.
+		err = l.extend(seg, end)
 	}
 	slot := sync && l.slot >= 0 && durable > l.slot
 	if err == nil && slot {
@@ -596,8 +685,9 @@ func (l *Log) flush(upTo LSN) error {
 // zeros is what a segment is extended with.
 var zeros = make([]byte, 64<<10)
 
-// extend writes zeros to the segment, from its end past end, in steps of
-// the preallocation size; l.flushMu is held.
+// extend writes zeros to the segment, from its end (at or past end, where
+// the records written end) to the next step of the preallocation size;
+// l.flushMu is held.
 func (l *Log) extend(seg vfs.File, end int64) error {
 	to := (end/l.prealloc + 1) * l.prealloc
 	for l.allocated < to {

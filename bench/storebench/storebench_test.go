@@ -10,7 +10,7 @@ import (
 // bytes per transaction.
 func report(b *testing.B, run func(dir string) (Result, error)) {
 	b.Helper()
-	var tx, syncs, bytes, ckpt float64
+	var tx, syncs, bytes, ckpt, cpu, ckSyncs float64
 	for range b.N {
 		r, err := run(b.TempDir())
 		if err != nil {
@@ -19,14 +19,18 @@ func report(b *testing.B, run func(dir string) (Result, error)) {
 		tx += r.TxPerSec()
 		syncs += r.SyncsPerTx()
 		bytes += r.BytesPerTx()
+		cpu += r.CPUPerTx()
+		ckSyncs += float64(r.CheckpointSyncs) / float64(r.Tx)
 		ckpt += float64(r.Checkpoint.Microseconds()) / 1000
 	}
 	n := float64(b.N)
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(tx/n, "tx/s")
+	b.ReportMetric(cpu/n, "cpu-µs/tx")
 	if syncs >= 0 {
 		b.ReportMetric(syncs/n, "syncs/tx")
 		b.ReportMetric(bytes/n, "B/tx")
+		b.ReportMetric(ckSyncs/n, "ckpt-syncs/tx")
 	}
 	if ckpt > 0 {
 		b.ReportMetric(ckpt/n, "ckpt-ms")
