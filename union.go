@@ -32,7 +32,7 @@ type FS struct {
 	// copy-up moves them to the copy: on one filesystem, a handle sees the
 	// chmod or write that a copy-up makes possible.
 	watchMu sync.Mutex
-	watched map[lowerKey]map[*file]bool
+	watched map[lowerKey]*file // the head of each lower file's list
 
 	// dirs holds the open handles of merged directories, which list
 	// their directory at the first ReadDir: a rename or removal of it
@@ -54,6 +54,9 @@ type FS struct {
 	lowerDirs sync.Map
 	lastDir   atomic.Pointer[lowerDir]
 	tops      sync.Map
+	// dcache is the directory cache of reads (see peek), made at the
+	// first read that needs it.
+	dcache atomic.Pointer[dirCache]
 }
 
 // writeLock is the writers' mutex, with a generation that each Unlock

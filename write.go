@@ -57,11 +57,10 @@ func (u *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 		}
 		// A lower (or a snapshot's top) is read-only: open it so, and keep
 		// what O_APPEND says about WriteAt.
-		f, err := layer.OpenFile(u.layers[n.layer], n.path, os.O_RDONLY, 0)
+		lf, err := u.openLower(n.layer, n.path, name, flag)
 		if err != nil {
 			return nil, layer.PathError("open", name, bare(err))
 		}
-		lf := &file{f: f, name: name, path: n.path, appending: flag&os.O_APPEND != 0}
 		if u.upper != nil {
 			lf.watch(u, n)
 		}
