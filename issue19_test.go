@@ -1,6 +1,7 @@
 package packfs_test
 
 import (
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -151,6 +152,138 @@ func TestIssue19FastPathsAllocate(t *testing.T) {
 		}
 		if n := testing.AllocsPerRun(100, func() { u.Stat(name) }); n > 1 {
 			t.Errorf("Stat(%q): %v allocations, want at most 1", name, n)
+		}
+	}
+}
+
+// TestIssue19CachedDirStructure: writes that change which layers merge
+// into a directory (removing one and making a file or an opaque directory
+// in its place, copying one up) show at once through the directory cache
+// of both readers and writers.
+func TestIssue19CachedDirStructure(t *testing.T) {
+	l := mem.New()
+	for _, err := range []error{
+		l.Mkdir("m", 0o755), l.Mkdir("m/ld", 0o755), l.Mkdir("lo", 0o755),
+		l.WriteFile("m/ld/f", []byte("lower"), 0o644),
+		l.WriteFile("lo/f", []byte("lower"), 0o644),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	name := filepath.Join(t.TempDir(), "lower.pack")
+	if err := packwriter.WriteFile(name, l.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	r, err := packreader.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	u := packfs.New(mem.New(), r)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone := func(name string) {
+		t.Helper()
+		if _, err := u.Stat(name); err == nil {
+			t.Fatalf("Stat(%q) succeeds, want an error", name)
+		}
+		if _, err := u.ReadFile(name); err == nil {
+			t.Fatalf("ReadFile(%q) succeeds, want an error", name)
+		}
+	}
+	must(u.WriteFile("m/up", nil, 0o644)) // m merges both layers now
+	wantSize(t, u, "m/ld/f", 5)
+	must(u.RemoveAll("m/ld"))
+	gone("m/ld/f")
+	must(u.Mkdir("m/ld", 0o755)) // opaque: the lower f stays hidden
+	gone("m/ld/f")
+	must(u.WriteFile("m/ld/g", []byte("g"), 0o644))
+	wantSize(t, u, "m/ld/g", 1)
+	gone("m/ld/f")
+	must(u.Remove("m/ld/g"))
+	must(u.Remove("m/ld"))
+	must(u.WriteFile("m/ld", []byte("file"), 0o644)) // a file where the directory was
+	wantSize(t, u, "m/ld", 4)
+	gone("m/ld/f")
+	gone("m/ld/g")
+
+	wantSize(t, u, "lo/f", 5) // lo is the lower's alone
+	must(u.WriteFile("lo/new", []byte("new"), 0o644))
+	wantSize(t, u, "lo/new", 3)
+	wantSize(t, u, "lo/f", 5)
+	must(u.Remove("lo/f"))
+	gone("lo/f")
+	wantSize(t, u, "lo/new", 3)
+}
+
+// TestIssue19CachedDirReadersBesideWriter runs readers of names in a
+// merged directory while a writer creates, removes and replaces entries
+// there and below it: a name the writer has finished with reads as the
+// writer left it, for every reader.
+func TestIssue19CachedDirReadersBesideWriter(t *testing.T) {
+	u := packfs.New(mem.New(), issue19Pack(t))
+	rounds := 300
+	if testing.Short() {
+		rounds = 100
+	}
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 3 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				if b, err := u.ReadFile("m/low"); err != nil || string(b) != "lower m" {
+					errs <- fmt.Errorf("ReadFile(m/low) = %q, %v", b, err)
+					return
+				}
+				u.Stat("m/x")
+				u.Stat("m/x/y")
+				u.ReadFile("r")
+			}
+		}()
+	}
+	for i := range rounds {
+		steps := []error{
+			u.WriteFile("m/x", []byte("file"), 0o644),
+			u.Remove("m/x"),
+			u.Mkdir("m/x", 0o755),
+			u.WriteFile("m/x/y", []byte("y"), 0o644),
+		}
+		for _, err := range steps {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if b, err := u.ReadFile("m/x/y"); err != nil || string(b) != "y" {
+			t.Fatalf("round %d: ReadFile(m/x/y) = %q, %v", i, b, err)
+		}
+		if err := u.RemoveAll("m/x"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := u.Stat("m/x/y"); !os.IsNotExist(err) {
+			t.Fatalf("round %d: Stat(m/x/y) after RemoveAll: %v", i, err)
+		}
+		if err := u.WriteFile("r", []byte(fmt.Sprint(i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := u.ReadFile("r"); err != nil || string(b) != fmt.Sprint(i) {
+			t.Fatalf("round %d: ReadFile(r) = %q, %v", i, b, err)
+		}
+	}
+	close(done)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -172,6 +172,9 @@ func (u *FS) lookupNode(dir *node, name string) (*node, error) {
 			}
 			break
 		}
+		if n.dirs == nil {
+			n.dirs, n.at = dirSlices(len(dir.dirs) - k)
+		}
 		n.dirs = append(n.dirs, i)
 		n.at = append(n.at, e.Dir)
 		// The bottom layer's opacity hides nothing.
@@ -183,6 +186,20 @@ func (u *FS) lookupNode(dir *node, name string) (*node, error) {
 		}
 	}
 	return n, nil
+}
+
+// dirSlices returns empty slices with room for the layers of a directory
+// that merges at most max of them, in one allocation for two layers or
+// fewer, the common case.
+func dirSlices(max int) ([]int, []pathwalk.Dir) {
+	if max > 2 {
+		return make([]int, 0, max), make([]pathwalk.Dir, 0, max)
+	}
+	b := new(struct {
+		dirs [2]int
+		at   [2]pathwalk.Dir
+	})
+	return b.dirs[:0], b.at[:0]
 }
 
 // lowerHas reports whether a lower layer merged into dir holds name.
@@ -590,17 +607,25 @@ func (u *FS) dirAt(dir pathwalk.Dir) (*node, error) {
 	return u.root()
 }
 
-// The directory cache, the read fast path for names whose directory
-// merges layers (the root, and directories both the upper layer and a
-// lower hold), where fastLower declines. A read of dir/base resolves dir
-// once per generation of the writers' lock (see writeLock) and keeps its
-// node, with every merged layer's handle on it; later reads of names in
-// dir look base up in those handles, one lookup per layer, instead of
+// The directory cache, the fast path for names whose directory merges
+// layers (the root, and directories both the upper layer and a lower
+// hold), where fastLower declines. A read of dir/base resolves dir once
+// per directory generation of the writers' lock (see writeLock) and keeps
+// its node, with every merged layer's handle on it; later reads of names
+// in dir look base up in those handles, one lookup per layer, instead of
 // walking the whole path through every layer. A node is kept only when
 // dir resolved without following a symlink, so that a name's walk and
 // the cached one are the same lookups: the walk of dir/base passes
-// through dir exactly as the walk of dir does. Writers never use it: a
-// write changes the layers before its Unlock moves the generation on.
+// through dir exactly as the walk of dir does.
+//
+// The handles stay current as files come and go (an upper layer of
+// package mem reads a handle's directory as it is now), so a write that
+// only adds or removes a file, a symlink or an empty directory in a
+// directory the upper layer already holds keeps the cache (keepDirs);
+// every other write (a copy-up of a directory, a removal or rename of
+// one, a change of a directory's attributes, a mount) moves the
+// directory generation on, and the next read resolves the directory
+// again.
 
 // dirSlots is the size of the cache: a fixed number of slots, each the
 // latest directory whose name hashes there, so that the cache costs no
@@ -664,7 +689,7 @@ func (u *FS) peek(name string) (int, fs.FileInfo, bool) {
 	if pathwalk.CheckElem(base) != nil || base == layer.OpaqueName {
 		return 0, nil, false
 	}
-	d := u.cachedDirNode(dir, u.mu.gen.Load())
+	d := u.cachedDirNode(dir, u.mu.dirGen.Load())
 	if d == nil {
 		return 0, nil, false
 	}
@@ -684,4 +709,34 @@ func (u *FS) peek(name string) (int, fs.FileInfo, bool) {
 		}
 	}
 	return 0, nil, false
+}
+
+// walkWrite is walkOpen for a writer's first walk, under the writers'
+// lock, through the directory cache where it can: no writer has changed
+// a directory's layers since the generation the cached node was resolved
+// in, since this one holds the lock and has changed nothing yet. Later
+// walks of the same write must not use it, nor may the write change the
+// nodes it returns, which readers share.
+//
+// When dir came from the cache and the upper layer holds it, adding or
+// removing a non-directory n there changes no directory's layers, and
+// keepDirs says so for the writer's Unlock; a caller whose n is a
+// directory to remove must clear it.
+func (u *FS) walkWrite(name string, follow, create bool) (dir, n *node, err error) {
+	if len(name) < pathwalk.MaxPath && fs.ValidPath(name) && name != "." {
+		d, base := ".", name
+		if i := strings.LastIndexByte(name, '/'); i >= 0 {
+			d, base = name[:i], name[i+1:]
+		}
+		if pathwalk.CheckElem(base) == nil && base != layer.OpaqueName {
+			if dn := u.cachedDirNode(d, u.mu.dirGen.Load()); dn != nil {
+				child, err := u.lookupNode(dn, base)
+				if err == nil && !(follow && child.isSymlink()) {
+					u.mu.keepDirs = u.upper != nil && len(dn.dirs) > 0 && dn.dirs[0] == 0 && !child.isDir()
+					return dn, done(child), nil
+				}
+			}
+		}
+	}
+	return u.walkOpen(name, follow, create)
 }

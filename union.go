@@ -60,16 +60,24 @@ type FS struct {
 }
 
 // writeLock is the writers' mutex, with a generation that each Unlock
-// moves on.
+// moves on, and one of the union's directories, which moves on at each
+// Unlock unless the writer said its change left every directory's
+// layers as they were (keepDirs, see walkWrite).
 type writeLock struct {
 	sync.Mutex
-	gen atomic.Uint64
+	gen      atomic.Uint64
+	dirGen   atomic.Uint64
+	keepDirs bool // guarded by the Mutex
 }
 
-// Unlock moves the generation on and unlocks: readers that load the
-// generation after Unlock see every change made under the lock.
+// Unlock moves the generations on and unlocks: readers that load them
+// after Unlock see every change made under the lock.
 func (l *writeLock) Unlock() {
 	l.gen.Add(1)
+	if !l.keepDirs {
+		l.dirGen.Add(1)
+	}
+	l.keepDirs = false
 	l.Mutex.Unlock()
 }
 

@@ -76,7 +76,7 @@ func (u *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	excl := flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0
-	dir, n, err := u.walkOpen(name, !excl && flag&syscall.O_NOFOLLOW == 0, flag&os.O_CREATE != 0)
+	dir, n, err := u.walkWrite(name, !excl && flag&syscall.O_NOFOLLOW == 0, flag&os.O_CREATE != 0)
 	if err == nil && n.slash && flag&os.O_CREATE != 0 {
 		err = syscall.EISDIR // Linux's rule for O_CREAT and a trailing slash
 	}
@@ -454,7 +454,12 @@ func (u *FS) Mkdir(name string, perm fs.FileMode) error {
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	dir, n, err := u.walk(name, false)
+	dir, n, err := u.walkWrite(name, false, false)
+	if err == nil && n.below {
+		// An opaque directory may take more than one step, and a reader
+		// must not keep the merged one it may see between them.
+		u.mu.keepDirs = false
+	}
 	if err == nil && n.exists() {
 		err = syscall.EEXIST
 	}
@@ -512,7 +517,7 @@ func (u *FS) Remove(name string) error {
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	dir, n, err := u.walk(name, false)
+	dir, n, err := u.walkWrite(name, false, false)
 	switch {
 	case err != nil:
 	case dir == nil:

@@ -84,7 +84,7 @@ func kid(dir *entry, name string) (*entry, error) {
 // entryOf describes child; a directory's Dir is its entry.
 func entryOf(child *entry, name string) pathwalk.Entry {
 	cs := child.state()
-	e := pathwalk.Entry{Info: &fileInfo{name: name, s: cs}}
+	e := pathwalk.Entry{Info: child.info(name, cs)}
 	if cs.isDir() {
 		e.Dir = child
 		if o, ok := cs.kids.Get(layer.OpaqueName); ok && layer.IsWhiteout(o.state().mode) {
