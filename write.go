@@ -205,6 +205,9 @@ type copyInFS interface {
 // upper layer with CopyIn gets the missing chain in one step, so readers
 // never see it half made.
 func (u *FS) upperDir(d *node) error {
+	if len(d.dirs) > 0 && d.dirs[0] == 0 && u.upper != nil {
+		return nil // the walk found it there, and the writers' lock is held
+	}
 	if ci, ok := u.upper.(copyInFS); ok && d.parent != nil {
 		at, chain, err := u.upperChain(ci, d)
 		if err != nil || len(chain) == 0 {
