@@ -1,11 +1,13 @@
 package packfs_test
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/packfs/packfs"
@@ -285,5 +287,75 @@ func TestIssue19CachedDirReadersBesideWriter(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestIssue19CachedDirAliases: a directory reached through a symlink is
+// never kept, so that a name through the link follows the link as it is
+// now; names the kernel refuses are refused through the cached directory
+// too.
+func TestIssue19CachedDirAliases(t *testing.T) {
+	u := packfs.New(mem.New(), issue19Pack(t))
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(u.WriteFile("m/up", []byte("up"), 0o644))
+	must(u.Symlink("m", "ln"))
+	wantSize(t, u, "ln/low", 7)
+	wantSize(t, u, "ln/up", 2)
+	must(u.Remove("ln"))
+	must(u.Symlink("d", "ln"))
+	wantSize(t, u, "ln/low", 7)
+	if b, err := u.ReadFile("ln/low"); err != nil || string(b) != "lower d" {
+		t.Fatalf("ReadFile(ln/low) after relinking = %q, %v; want the lower d's", b, err)
+	}
+	if _, err := u.Stat("ln/up"); !os.IsNotExist(err) {
+		t.Fatalf("Stat(ln/up) after relinking: %v, want ErrNotExist", err)
+	}
+	long := make([]byte, 256)
+	for i := range long {
+		long[i] = 'a'
+	}
+	if _, err := u.Stat("m/" + string(long)); !errors.Is(err, syscall.ENAMETOOLONG) {
+		t.Fatalf("Stat of a 256-byte name in m: %v, want ENAMETOOLONG", err)
+	}
+	if _, err := u.Stat("m/up/x"); !errors.Is(err, syscall.ENOTDIR) {
+		t.Fatalf("Stat(m/up/x): %v, want ENOTDIR", err)
+	}
+}
+
+// listCounter is a lower layer that counts its listings.
+type listCounter struct {
+	fs.FS
+	lists int
+}
+
+func (l *listCounter) ReadDir(name string) ([]fs.DirEntry, error) {
+	l.lists++
+	return fs.ReadDir(l.FS, name)
+}
+
+func (l *listCounter) Stat(name string) (fs.FileInfo, error)  { return fs.Stat(l.FS, name) }
+func (l *listCounter) Lstat(name string) (fs.FileInfo, error) { return fs.Lstat(l.FS, name) }
+func (l *listCounter) ReadLink(name string) (string, error)   { return fs.ReadLink(l.FS, name) }
+
+// TestIssue19FirstLookupLists: the first read below a directory of a
+// lower layer looks the name up, and lists nothing (it listed the whole
+// directory, which made a union's open and first lookup cost a ReadDir
+// of every entry there).
+func TestIssue19FirstLookupLists(t *testing.T) {
+	low := &listCounter{FS: issue19Pack(t)}
+	u := packfs.New(mem.New(), low)
+	wantSize(t, u, "d/low", 7)
+	f, err := u.Open("d/low")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if low.lists != 0 {
+		t.Fatalf("reading d/low listed a lower directory %d times, want 0", low.lists)
 	}
 }
