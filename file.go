@@ -20,10 +20,42 @@ type file struct {
 	hideWhiteouts bool
 
 	// mu guards f, which a copy-up may replace, and what follows.
-	mu      sync.Mutex
-	f       layer.File
-	closed  bool
-	unwatch func() // ends the watch of a lower file's handle
+	mu     sync.Mutex
+	f      layer.File
+	closed bool
+	// watching is the union whose watch list took f, a handle of the
+	// lower file key (see watch), set before f is handed out. listed,
+	// prev and next are guarded by watching.watchMu: listed is cleared
+	// when f leaves the list.
+	watching   *FS
+	key        lowerKey
+	listed     bool
+	prev, next *file
+	// ro is f for a handle of a lower layer without OpenFile, kept in
+	// the handle's own allocation.
+	ro layer.ReadOnlyFile
+}
+
+// openLower opens the file p of the lower layer i (or a snapshot's top)
+// for reading, as the caller's name.
+func (u *FS) openLower(i int, p, name string, flag int) (*file, error) {
+	lf := &file{name: name, path: p, appending: flag&os.O_APPEND != 0}
+	l := u.layers[i]
+	if _, ok := l.(layer.OpenFileFS); ok {
+		f, err := layer.OpenFile(l, p, os.O_RDONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		lf.f = f
+		return lf, nil
+	}
+	f, err := l.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	lf.ro = layer.MakeReadOnly(f, p)
+	lf.f = &lf.ro
+	return lf, nil
 }
 
 // cur locks f and returns the file it stands on now, until the caller's
@@ -44,10 +76,18 @@ func wrap(f layer.File, name, p string) layer.File {
 	return &file{f: f, name: name, path: p}
 }
 
-// rename gives err, which names the layer's path, the caller's name.
+// rename gives err, which names the layer's path, the caller's name. The
+// layers return *fs.PathError itself, never wrapped, and io.EOF at the end
+// of every read: neither costs an errors.As.
 func (f *file) rename(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) && pe.Path == f.path {
+	if err == nil || err == io.EOF {
+		return err
+	}
+	pe, ok := err.(*fs.PathError)
+	if !ok && !errors.As(err, &pe) {
+		return err
+	}
+	if pe.Path == f.path {
 		return &fs.PathError{Op: pe.Op, Path: f.name, Err: pe.Err}
 	}
 	return err
@@ -139,48 +179,72 @@ func (f *file) Sync() error {
 
 func (f *file) Close() error {
 	f.mu.Lock()
-	unwatch := f.unwatch
-	f.unwatch = nil
+	u := f.watching
 	f.closed = true
 	err := f.f.Close()
 	f.mu.Unlock()
-	if unwatch != nil {
-		unwatch()
+	if u != nil {
+		u.unwatch(f)
 	}
 	return f.rename(err)
 }
 
 // watch registers f, a read-only handle of the lower file n, to be moved to
-// the upper copy when n is copied up.
+// the upper copy when n is copied up. The handles of one file form a list
+// threaded through them, so that opening and closing a lower file
+// allocate nothing for it.
 func (f *file) watch(u *FS, n *node) {
-	k := lowerKey{n.layer, n.path}
+	f.key = lowerKey{n.layer, n.path}
+	f.watching = u
+	f.listed = true
 	u.watchMu.Lock()
 	defer u.watchMu.Unlock()
 	if u.watched == nil {
-		u.watched = map[lowerKey]map[*file]bool{}
+		u.watched = map[lowerKey]*file{}
 	}
-	if u.watched[k] == nil {
-		u.watched[k] = map[*file]bool{}
+	if head := u.watched[f.key]; head != nil {
+		f.next, head.prev = head, f
 	}
-	u.watched[k][f] = true
-	f.unwatch = func() {
-		u.watchMu.Lock()
-		defer u.watchMu.Unlock()
-		delete(u.watched[k], f)
-		if len(u.watched[k]) == 0 {
-			delete(u.watched, k)
-		}
+	u.watched[f.key] = f
+}
+
+// unwatch takes f off the watch list, if it is still on it.
+func (u *FS) unwatch(f *file) {
+	u.watchMu.Lock()
+	defer u.watchMu.Unlock()
+	if !f.listed {
+		return // moved by a copy-up meanwhile
 	}
+	f.listed = false
+	switch {
+	case f.prev != nil:
+		f.prev.next = f.next
+	case f.next != nil:
+		u.watched[f.key] = f.next
+	default:
+		delete(u.watched, f.key)
+	}
+	if f.next != nil {
+		f.next.prev = f.prev
+	}
+	f.prev, f.next = nil, nil
 }
 
 // moveHandles points the open handles of the lower file n, just copied up,
 // at the copy, at the same offset.
 func (u *FS) moveHandles(n *node) {
+	k := lowerKey{n.layer, n.path}
 	u.watchMu.Lock()
-	handles := u.watched[lowerKey{n.layer, n.path}]
-	delete(u.watched, lowerKey{n.layer, n.path})
+	var handles []*file
+	for h := u.watched[k]; h != nil; {
+		next := h.next
+		h.listed, h.prev, h.next = false, nil, nil
+		handles = append(handles, h)
+		h = next
+	}
+	delete(u.watched, k)
 	u.watchMu.Unlock()
-	for h := range handles {
+	for _, h := range handles {
 		h.mu.Lock()
 		if !h.closed {
 			if up, err := u.upper.OpenFile(n.path, os.O_RDONLY, 0); err == nil {
@@ -190,7 +254,6 @@ func (u *FS) moveHandles(n *node) {
 				h.f = up
 			}
 		}
-		h.unwatch = nil
 		h.mu.Unlock()
 	}
 }

@@ -49,9 +49,17 @@
 //
 // # Concurrency
 //
-// Any number of goroutines may use one FS. Reads go straight to the
-// layers; writes serialize on one mutex, since a copy-up takes several
-// steps of the upper layer.
+// Any number of goroutines may use one FS. Reads take no lock: they go
+// straight to the layers; writes serialize on one mutex, since a copy-up
+// takes several steps of the upper layer. A read of a name in a
+// directory that one lower layer alone holds asks that layer only; a read
+// in any other directory (the root, one that merges layers) looks the
+// last element up in the layers' handles on its directory, which the
+// union keeps until a write changes which layers merge into a directory
+// (a copy-up, removal or rename of a directory, a mount), so that its
+// cost does not grow with the path's depth. Adding and removing files
+// keeps them, given an upper layer of package mem, whose handles follow
+// its changes.
 //
 // # Durability
 //

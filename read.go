@@ -88,13 +88,15 @@ func (r renamed) Name() string { return r.name }
 
 // statFast is Stat (follow) or Lstat on the fast paths.
 func (u *FS) statFast(name string, follow bool) (fs.FileInfo, bool) {
+	if _, fi, ok := u.fastLower(name); ok {
+		return named(fi, name), true // a regular file: follow or not
+	}
+	if _, fi, ok := u.peek(name); ok {
+		return named(fi, name), true
+	}
 	stat := fs.Lstat
 	if follow {
 		stat = fs.Stat
-	}
-	if i, ok := u.fastLower(name); ok {
-		fi, err := stat(u.layers[i], name)
-		return fi, err == nil
 	}
 	fi, err := stat(u.layers[0], name)
 	return fi, err == nil && fi.Mode().IsRegular()
@@ -102,7 +104,11 @@ func (u *FS) statFast(name string, follow bool) (fs.FileInfo, bool) {
 
 // readFast is ReadFile on the fast paths.
 func (u *FS) readFast(name string) ([]byte, bool) {
-	if i, ok := u.fastLower(name); ok {
+	if i, _, ok := u.fastLower(name); ok {
+		b, err := fs.ReadFile(u.layers[i], name)
+		return b, err == nil
+	}
+	if i, _, ok := u.peek(name); ok {
 		b, err := fs.ReadFile(u.layers[i], name)
 		return b, err == nil
 	}
@@ -119,12 +125,16 @@ func (u *FS) readFast(name string) ([]byte, bool) {
 // openFast opens name for reading (flag has no write flags) on the fast
 // paths.
 func (u *FS) openFast(name string, flag int) (layer.File, bool) {
-	if i, ok := u.fastLower(name); ok {
-		f, err := layer.OpenFile(u.layers[i], name, os.O_RDONLY, 0)
+	i, _, ok := u.fastLower(name)
+	if !ok {
+		i, _, ok = u.peek(name)
+		ok = ok && (i > 0 || u.upper == nil)
+	}
+	if ok {
+		lf, err := u.openLower(i, name, name, flag)
 		if err != nil {
 			return nil, false
 		}
-		lf := &file{f: f, name: name, path: name, appending: flag&os.O_APPEND != 0}
 		if u.upper != nil {
 			lf.watch(u, &node{path: name, layer: i})
 		}

@@ -2,6 +2,7 @@ package packfs
 
 import (
 	"errors"
+	"hash/maphash"
 	"io/fs"
 	"path"
 	"strings"
@@ -171,6 +172,9 @@ func (u *FS) lookupNode(dir *node, name string) (*node, error) {
 			}
 			break
 		}
+		if n.dirs == nil {
+			n.dirs, n.at = dirSlices(len(dir.dirs) - k)
+		}
 		n.dirs = append(n.dirs, i)
 		n.at = append(n.at, e.Dir)
 		// The bottom layer's opacity hides nothing.
@@ -182,6 +186,20 @@ func (u *FS) lookupNode(dir *node, name string) (*node, error) {
 		}
 	}
 	return n, nil
+}
+
+// dirSlices returns empty slices with room for the layers of a directory
+// that merges at most max of them, in one allocation for two layers or
+// fewer, the common case.
+func dirSlices(max int) ([]int, []pathwalk.Dir) {
+	if max > 2 {
+		return make([]int, 0, max), make([]pathwalk.Dir, 0, max)
+	}
+	b := new(struct {
+		dirs [2]int
+		at   [2]pathwalk.Dir
+	})
+	return b.dirs[:0], b.at[:0]
 }
 
 // lowerHas reports whether a lower layer merged into dir holds name.
@@ -383,10 +401,10 @@ func bare(err error) error {
 //     generation on;
 //   - in the lower layers alone, the name's directory resolves without
 //     following a symlink to a directory of one layer, and the last
-//     element is no symlink, whiteout or directory there. Lower layers
-//     never change (see New), so this is learned once per directory, by
-//     one walk and one listing of that layer's directory: the first read
-//     below a directory costs a ReadDir of it.
+//     element is a regular file there. Lower layers never change (see
+//     New), so the directory is learned once, by one walk of the lowers,
+//     and remembered with that layer's handle on it; the last element is
+//     looked up in that handle at each read (one lookup, not a walk).
 //
 // Then every layer above that one lacks the directory or hides it, and
 // the union's answer for the name is that layer's: the name's resolution
@@ -398,17 +416,33 @@ func bare(err error) error {
 type lowerDir struct {
 	dir   string // its name in the union
 	layer int    // the layer holding the directory alone; -1: none does
-	// special holds the names in it that are not regular files there.
-	special map[string]bool
-	top     *atomic.Uint64 // the stamp of its first element (see upperLacks)
+	// la is that layer's LookupAt, nil when it has none, and at its handle
+	// on the directory.
+	la  pathwalk.LookupFS
+	at  pathwalk.Dir
+	top *atomic.Uint64 // the stamp of its first element (see upperLacks)
 }
 
-// fastLower returns the index of the layer that answers for name on the
-// fast path, or false when name takes the slow path.
-func (u *FS) fastLower(name string) (int, bool) {
+// fileIn returns the description of base in d's layer when it is a regular
+// file there: then, and only then, the fast path answers for it.
+func (u *FS) fileIn(d *lowerDir, name, base string) (fs.FileInfo, bool) {
+	if d.la != nil {
+		e, err := d.la.LookupAt(d.at, base)
+		if err != nil || !e.Info.Mode().IsRegular() {
+			return nil, false
+		}
+		return e.Info, true
+	}
+	fi, err := fs.Lstat(u.layers[d.layer], name)
+	return fi, err == nil && fi.Mode().IsRegular()
+}
+
+// fastLower returns the layer that answers for name on the fast path, and
+// name's description there, or false when name takes the slow path.
+func (u *FS) fastLower(name string) (int, fs.FileInfo, bool) {
 	slash := strings.LastIndexByte(name, '/')
 	if slash <= 0 {
-		return 0, false // the root's entries merge every layer
+		return 0, nil, false // the root's entries merge every layer
 	}
 	dir, base := name[:slash], name[slash+1:]
 	top := dir
@@ -431,18 +465,19 @@ func (u *FS) fastLower(name string) (int, bool) {
 			stamp = v.(*atomic.Uint64)
 		}
 		if !u.upperLacks(top, stamp) {
-			return 0, false
+			return 0, nil, false
 		}
 	}
 	if d == nil {
 		if d = u.learnDir(dir, top); d == nil {
-			return 0, false
+			return 0, nil, false
 		}
 	}
-	if d.layer < 0 || d.special[base] || base == layer.OpaqueName || base == "." || base == ".." || base == "" {
-		return 0, false
+	if d.layer < 0 || base == layer.OpaqueName || base == "." || base == ".." || base == "" {
+		return 0, nil, false
 	}
-	return d.layer, true
+	fi, ok := u.fileIn(d, name, base)
+	return d.layer, fi, ok
 }
 
 // upperLacks reports whether the upper layer holds no entry named top at
@@ -504,18 +539,9 @@ func (u *FS) learnDir(dir, top string) *lowerDir {
 	// A path that came out as it went in followed no symlink: a symlink
 	// followed changes the directories that later elements are joined to.
 	if n.path == dir && len(n.dirs) == 1 {
-		list, err := fs.ReadDir(u.layers[n.dirs[0]], dir)
-		if err != nil {
-			return nil
-		}
 		d.layer = n.dirs[0]
-		for _, e := range list {
-			if !e.Type().IsRegular() {
-				if d.special == nil {
-					d.special = map[string]bool{}
-				}
-				d.special[e.Name()] = true
-			}
+		if la, ok := lookupFS(u.layers[d.layer]); ok {
+			d.la, d.at = la, n.at[0]
 		}
 	}
 	v, _ := u.lowerDirs.LoadOrStore(dir, d)
@@ -579,4 +605,138 @@ func (u *FS) dirAt(dir pathwalk.Dir) (*node, error) {
 		return n, nil
 	}
 	return u.root()
+}
+
+// The directory cache, the fast path for names whose directory merges
+// layers (the root, and directories both the upper layer and a lower
+// hold), where fastLower declines. A read of dir/base resolves dir once
+// per directory generation of the writers' lock (see writeLock) and keeps
+// its node, with every merged layer's handle on it; later reads of names
+// in dir look base up in those handles, one lookup per layer, instead of
+// walking the whole path through every layer. A node is kept only when
+// dir resolved without following a symlink, so that a name's walk and
+// the cached one are the same lookups: the walk of dir/base passes
+// through dir exactly as the walk of dir does.
+//
+// The handles stay current as files come and go (an upper layer of
+// package mem reads a handle's directory as it is now), so a write that
+// only adds or removes a file, a symlink or an empty directory in a
+// directory the upper layer already holds keeps the cache (keepDirs);
+// every other write (a copy-up of a directory, a removal or rename of
+// one, a change of a directory's attributes, a mount) moves the
+// directory generation on, and the next read resolves the directory
+// again.
+
+// dirSlots is the size of the cache: a fixed number of slots, each the
+// latest directory whose name hashes there, so that the cache costs no
+// lock, no allocation on a hit, and bounded room.
+const dirSlots = 64
+
+type dirCache [dirSlots]atomic.Pointer[cachedDir]
+
+// cachedDir is a directory's node as resolved in generation gen.
+type cachedDir struct {
+	gen uint64
+	dir string
+	n   *node
+}
+
+var dirSeed = maphash.MakeSeed()
+
+// cachedDirNode returns the node of the directory dir, which name's walk
+// passes through, resolved in generation gen, or nil when dir is not a
+// directory reached without symlinks.
+func (u *FS) cachedDirNode(dir string, gen uint64) *node {
+	c := u.dcache.Load()
+	if c == nil {
+		c = new(dirCache)
+		if !u.dcache.CompareAndSwap(nil, c) {
+			c = u.dcache.Load()
+		}
+	}
+	slot := &c[maphash.String(dirSeed, dir)%dirSlots]
+	if cd := slot.Load(); cd != nil && cd.gen == gen && cd.dir == dir {
+		return cd.n
+	}
+	var n *node
+	if dir == "." {
+		var err error
+		if n, err = u.root(); err != nil {
+			return nil
+		}
+	} else {
+		_, d, err := u.walk(dir, true)
+		if err != nil || !d.isDir() || d.path != dir {
+			return nil
+		}
+		n = d
+	}
+	slot.Store(&cachedDir{gen: gen, dir: dir, n: n})
+	return n
+}
+
+// peek returns, for a read of name, the layer whose regular file name is
+// in the union, with its description, found through the directory cache;
+// false sends the caller to the other paths, which give every error.
+func (u *FS) peek(name string) (int, fs.FileInfo, bool) {
+	if len(name) >= pathwalk.MaxPath || !fs.ValidPath(name) || name == "." {
+		return 0, nil, false
+	}
+	dir, base := ".", name
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		dir, base = name[:i], name[i+1:]
+	}
+	if pathwalk.CheckElem(base) != nil || base == layer.OpaqueName {
+		return 0, nil, false
+	}
+	d := u.cachedDirNode(dir, u.mu.dirGen.Load())
+	if d == nil {
+		return 0, nil, false
+	}
+	// The first layer that holds base answers, as lookupNode finds: a
+	// regular file there is the union's; anything else (a whiteout, a
+	// directory that may merge, a symlink) takes the other paths.
+	for k, i := range d.dirs {
+		e, err := u.lookupIn(d, k, base)
+		switch {
+		case err == nil:
+			if !e.Info.Mode().IsRegular() {
+				return 0, nil, false
+			}
+			return i, e.Info, true
+		case !isNotExist(err):
+			return 0, nil, false
+		}
+	}
+	return 0, nil, false
+}
+
+// walkWrite is walkOpen for a writer's first walk, under the writers'
+// lock, through the directory cache where it can: no writer has changed
+// a directory's layers since the generation the cached node was resolved
+// in, since this one holds the lock and has changed nothing yet. Later
+// walks of the same write must not use it, nor may the write change the
+// nodes it returns, which readers share.
+//
+// When dir came from the cache and the upper layer holds it, adding or
+// removing a non-directory n there changes no directory's layers, and
+// keepDirs says so for the writer's Unlock; a caller whose n is a
+// directory to remove must clear it.
+func (u *FS) walkWrite(name string, follow, create bool) (dir, n *node, err error) {
+	if len(name) < pathwalk.MaxPath && fs.ValidPath(name) && name != "." {
+		d, base := ".", name
+		if i := strings.LastIndexByte(name, '/'); i >= 0 {
+			d, base = name[:i], name[i+1:]
+		}
+		if pathwalk.CheckElem(base) == nil && base != layer.OpaqueName {
+			if dn := u.cachedDirNode(d, u.mu.dirGen.Load()); dn != nil {
+				child, err := u.lookupNode(dn, base)
+				if err == nil && !(follow && child.isSymlink()) {
+					u.mu.keepDirs = u.upper != nil && len(dn.dirs) > 0 && dn.dirs[0] == 0 && !child.isDir()
+					return dn, done(child), nil
+				}
+			}
+		}
+	}
+	return u.walkOpen(name, follow, create)
 }

@@ -32,7 +32,7 @@ type FS struct {
 	// copy-up moves them to the copy: on one filesystem, a handle sees the
 	// chmod or write that a copy-up makes possible.
 	watchMu sync.Mutex
-	watched map[lowerKey]map[*file]bool
+	watched map[lowerKey]*file // the head of each lower file's list
 
 	// dirs holds the open handles of merged directories, which list
 	// their directory at the first ReadDir: a rename or removal of it
@@ -54,19 +54,30 @@ type FS struct {
 	lowerDirs sync.Map
 	lastDir   atomic.Pointer[lowerDir]
 	tops      sync.Map
+	// dcache is the directory cache of reads (see peek), made at the
+	// first read that needs it.
+	dcache atomic.Pointer[dirCache]
 }
 
 // writeLock is the writers' mutex, with a generation that each Unlock
-// moves on.
+// moves on, and one of the union's directories, which moves on at each
+// Unlock unless the writer said its change left every directory's
+// layers as they were (keepDirs, see walkWrite).
 type writeLock struct {
 	sync.Mutex
-	gen atomic.Uint64
+	gen      atomic.Uint64
+	dirGen   atomic.Uint64
+	keepDirs bool // guarded by the Mutex
 }
 
-// Unlock moves the generation on and unlocks: readers that load the
-// generation after Unlock see every change made under the lock.
+// Unlock moves the generations on and unlocks: readers that load them
+// after Unlock see every change made under the lock.
 func (l *writeLock) Unlock() {
 	l.gen.Add(1)
+	if !l.keepDirs {
+		l.dirGen.Add(1)
+	}
+	l.keepDirs = false
 	l.Mutex.Unlock()
 }
 

@@ -57,11 +57,10 @@ func (u *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 		}
 		// A lower (or a snapshot's top) is read-only: open it so, and keep
 		// what O_APPEND says about WriteAt.
-		f, err := layer.OpenFile(u.layers[n.layer], n.path, os.O_RDONLY, 0)
+		lf, err := u.openLower(n.layer, n.path, name, flag)
 		if err != nil {
 			return nil, layer.PathError("open", name, bare(err))
 		}
-		lf := &file{f: f, name: name, path: n.path, appending: flag&os.O_APPEND != 0}
 		if u.upper != nil {
 			lf.watch(u, n)
 		}
@@ -77,7 +76,7 @@ func (u *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	excl := flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0
-	dir, n, err := u.walkOpen(name, !excl && flag&syscall.O_NOFOLLOW == 0, flag&os.O_CREATE != 0)
+	dir, n, err := u.walkWrite(name, !excl && flag&syscall.O_NOFOLLOW == 0, flag&os.O_CREATE != 0)
 	if err == nil && n.slash && flag&os.O_CREATE != 0 {
 		err = syscall.EISDIR // Linux's rule for O_CREAT and a trailing slash
 	}
@@ -206,6 +205,9 @@ type copyInFS interface {
 // upper layer with CopyIn gets the missing chain in one step, so readers
 // never see it half made.
 func (u *FS) upperDir(d *node) error {
+	if len(d.dirs) > 0 && d.dirs[0] == 0 && u.upper != nil {
+		return nil // the walk found it there, and the writers' lock is held
+	}
 	if ci, ok := u.upper.(copyInFS); ok && d.parent != nil {
 		at, chain, err := u.upperChain(ci, d)
 		if err != nil || len(chain) == 0 {
@@ -455,7 +457,12 @@ func (u *FS) Mkdir(name string, perm fs.FileMode) error {
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	dir, n, err := u.walk(name, false)
+	dir, n, err := u.walkWrite(name, false, false)
+	if err == nil && n.below {
+		// An opaque directory may take more than one step, and a reader
+		// must not keep the merged one it may see between them.
+		u.mu.keepDirs = false
+	}
 	if err == nil && n.exists() {
 		err = syscall.EEXIST
 	}
@@ -513,7 +520,7 @@ func (u *FS) Remove(name string) error {
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	dir, n, err := u.walk(name, false)
+	dir, n, err := u.walkWrite(name, false, false)
 	switch {
 	case err != nil:
 	case dir == nil:

@@ -12,23 +12,25 @@ import (
 // with syscall.EBADF, as a file opened O_RDONLY does. ReadAt, Seek and
 // ReadDir use f's own methods when it has them.
 func ReadOnly(f fs.File, name string) File {
-	if rf, ok := f.(File); ok {
-		return readOnlyFile{rf, name}
-	}
-	return readOnlyFile{f, name}
+	return ReadOnlyFile{f, name}
 }
 
-type readOnlyFile struct {
+// ReadOnlyFile is the File that ReadOnly returns, for a caller that keeps
+// one inside its own handle rather than pay an allocation for it.
+type ReadOnlyFile struct {
 	fs.File
 	name string
 }
 
-func (f readOnlyFile) Name() string { return f.name }
+// MakeReadOnly returns what ReadOnly(f, name) returns, as a value.
+func MakeReadOnly(f fs.File, name string) ReadOnlyFile { return ReadOnlyFile{f, name} }
+
+func (f ReadOnlyFile) Name() string { return f.name }
 
 // ReadAt reads with f's ReadAt after os's checks of the offset: a negative
 // one is os's "negative offset", and one whose end passes math.MaxInt64 is
 // EINVAL, as Linux gives.
-func (f readOnlyFile) ReadAt(p []byte, off int64) (int, error) {
+func (f ReadOnlyFile) ReadAt(p []byte, off int64) (int, error) {
 	switch {
 	case off < 0:
 		return 0, PathError("readat", f.name, errors.New("negative offset"))
@@ -41,25 +43,25 @@ func (f readOnlyFile) ReadAt(p []byte, off int64) (int, error) {
 	return 0, PathError("read", f.name, errors.ErrUnsupported)
 }
 
-func (f readOnlyFile) Seek(offset int64, whence int) (int64, error) {
+func (f ReadOnlyFile) Seek(offset int64, whence int) (int64, error) {
 	if s, ok := f.File.(io.Seeker); ok {
 		return s.Seek(offset, whence)
 	}
 	return 0, PathError("seek", f.name, errors.ErrUnsupported)
 }
 
-func (f readOnlyFile) ReadDir(n int) ([]fs.DirEntry, error) {
+func (f ReadOnlyFile) ReadDir(n int) ([]fs.DirEntry, error) {
 	if d, ok := f.File.(fs.ReadDirFile); ok {
 		return d.ReadDir(n)
 	}
 	return nil, PathError("readdirent", f.name, syscall.ENOTDIR)
 }
 
-func (f readOnlyFile) Write([]byte) (int, error) {
+func (f ReadOnlyFile) Write([]byte) (int, error) {
 	return 0, PathError("write", f.name, syscall.EBADF)
 }
 
-func (f readOnlyFile) WriteAt(p []byte, off int64) (int, error) {
+func (f ReadOnlyFile) WriteAt(p []byte, off int64) (int, error) {
 	switch {
 	case off < 0:
 		return 0, PathError("writeat", f.name, errors.New("negative offset"))
@@ -69,12 +71,12 @@ func (f readOnlyFile) WriteAt(p []byte, off int64) (int, error) {
 	return 0, PathError("write", f.name, syscall.EBADF)
 }
 
-func (f readOnlyFile) WriteString(string) (int, error) {
+func (f ReadOnlyFile) WriteString(string) (int, error) {
 	return 0, PathError("write", f.name, syscall.EBADF)
 }
 
-func (f readOnlyFile) Truncate(int64) error {
+func (f ReadOnlyFile) Truncate(int64) error {
 	return PathError("truncate", f.name, syscall.EINVAL)
 }
 
-func (f readOnlyFile) Sync() error { return nil }
+func (f ReadOnlyFile) Sync() error { return nil }

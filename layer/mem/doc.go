@@ -82,7 +82,9 @@
 // A union (package packfs) uses three methods of its own on its upper
 // layer, so that readers never see its steps: [FS.LookupAt] looks a name
 // up in a directory found earlier, so that the union resolves a path with
-// one lookup per element; [FS.CopyIn] adds a copy of lower entries, with
+// one lookup per element, and reads that directory as it is now, so that
+// a union may keep the handle across writes, as a directory descriptor
+// is kept; [FS.CopyIn] adds a copy of lower entries, with
 // their contents, modes and mtimes, in one step and without changing the
 // directory's mtime; [FS.RenameUnion] renames over a whiteout and can
 // leave one behind in the same step, as renameat2's RENAME_WHITEOUT does.

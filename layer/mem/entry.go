@@ -33,6 +33,21 @@ type entry struct {
 	ino   *inode
 	epoch uint64 // the epoch it was made in
 	st    atomic.Pointer[state]
+	// fi is the description last handed out for it, which a Stat or a
+	// lookup of the same name and state hands out again instead of
+	// allocating one: a file is stat'ed far more often than it changes.
+	// It fits the room the allocation of an inode and its entry has.
+	fi atomic.Pointer[fileInfo]
+}
+
+// info returns a description of s, a state of e, under name.
+func (e *entry) info(name string, s *state) *fileInfo {
+	if fi := e.fi.Load(); fi != nil && fi.s == s && fi.name == name {
+		return fi
+	}
+	fi := &fileInfo{name: name, s: s}
+	e.fi.Store(fi)
+	return fi
 }
 
 // state is one immutable version of a file's metadata and contents.

@@ -71,7 +71,11 @@ func (h *file) Stat() (fs.FileInfo, error) {
 	if err := h.check("stat"); err != nil {
 		return nil, err
 	}
-	return &fileInfo{name: baseName(h.name), s: h.cur()}, nil
+	if h.frozen != nil {
+		return &fileInfo{name: baseName(h.name), s: h.frozen}, nil
+	}
+	e := h.ino.cur.Load()
+	return e.info(baseName(h.name), e.state()), nil
 }
 
 func (h *file) Read(p []byte) (int, error) {

@@ -181,7 +181,7 @@ func (v view) stat(op, name string, follow bool) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &fileInfo{name: baseName(name), s: w.e.state()}, nil
+	return w.e.info(baseName(name), w.e.state()), nil
 }
 
 func (v view) readDir(name string) ([]fs.DirEntry, error) {

@@ -14,16 +14,28 @@ var (
 
 // LookupAt looks name up in a directory found by an earlier LookupAt (nil:
 // the root as it is now), for a union's resolution. A handle is the
-// directory's entry, as the layer's own walk follows them from the root:
-// lookups from one root see one state, or a later one where a writer
-// changed an entry in place, so that a rename or a removal shows whole.
+// directory's entry, and a lookup reads the latest state of its
+// directory (the entry its inode stands on now), so that a handle kept
+// across writes stays current, as a directory descriptor does; a write
+// through an open file after a snapshot replaces the entries above it.
+// Every new state is whole before its inode takes it, so that a rename
+// or a removal shows whole.
 func (f *FS) LookupAt(dir pathwalk.Dir, name string) (pathwalk.Entry, error) {
-	return lookupAt(f.root.Load(), dir, name)
+	return lookupAt(f.root.Load(), current(dir), name)
 }
 
 // ReadLinkAt returns the target of the symlink name in dir.
 func (f *FS) ReadLinkAt(dir pathwalk.Dir, name string) (string, error) {
-	return readLinkAt(f.root.Load(), dir, name)
+	return readLinkAt(f.root.Load(), current(dir), name)
+}
+
+// current returns the entry the inode of the live handle dir stands on
+// now; nil stays nil (the root).
+func current(dir pathwalk.Dir) pathwalk.Dir {
+	if d, _ := dir.(*entry); d != nil {
+		return d.ino.cur.Load()
+	}
+	return dir
 }
 
 // LookupAt looks name up in a directory found by an earlier LookupAt (nil:
@@ -72,7 +84,7 @@ func kid(dir *entry, name string) (*entry, error) {
 // entryOf describes child; a directory's Dir is its entry.
 func entryOf(child *entry, name string) pathwalk.Entry {
 	cs := child.state()
-	e := pathwalk.Entry{Info: &fileInfo{name: name, s: cs}}
+	e := pathwalk.Entry{Info: child.info(name, cs)}
 	if cs.isDir() {
 		e.Dir = child
 		if o, ok := cs.kids.Get(layer.OpaqueName); ok && layer.IsWhiteout(o.state().mode) {

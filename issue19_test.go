@@ -1,0 +1,361 @@
+package packfs_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/packfs/packfs"
+	"github.com/packfs/packfs/layer/mem"
+	"github.com/packfs/packfs/packreader"
+	"github.com/packfs/packfs/packwriter"
+)
+
+// issue19Pack returns a pack holding d/low, r (at the root) and m/low,
+// for unions whose upper layer holds d or m too.
+func issue19Pack(t *testing.T) *packreader.Reader {
+	t.Helper()
+	l := mem.New()
+	for _, err := range []error{
+		l.Mkdir("d", 0o755), l.Mkdir("m", 0o755),
+		l.WriteFile("d/low", []byte("lower d"), 0o644),
+		l.WriteFile("m/low", []byte("lower m"), 0o644),
+		l.WriteFile("r", []byte("lower r"), 0o644),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	name := filepath.Join(t.TempDir(), "lower.pack")
+	if err := packwriter.WriteFile(name, l.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	r, err := packreader.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func wantSize(t *testing.T, fsys fs.FS, name string, size int64) {
+	t.Helper()
+	fi, err := fs.Stat(fsys, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() != size {
+		t.Fatalf("Stat(%q).Size() = %d, want %d", name, fi.Size(), size)
+	}
+	b, err := fs.ReadFile(fsys, name)
+	if err != nil || int64(len(b)) != size {
+		t.Fatalf("ReadFile(%q) = %d bytes, %v; want %d", name, len(b), err, size)
+	}
+}
+
+// TestIssue19CachedDirSeesHandleWrites: the read path keeps a merged
+// directory's handles across reads; a write through an open file after a
+// snapshot replaces the upper layer's entries above it, and the next read
+// must see it, not the entries the handles were taken from.
+func TestIssue19CachedDirSeesHandleWrites(t *testing.T) {
+	up := mem.New()
+	u := packfs.New(up, issue19Pack(t))
+	f, err := u.OpenFile("m/new", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := u.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	wantSize(t, u, "m/new", 0) // the directory m is cached
+	wantSize(t, u, "m/low", 7)
+	if _, err := f.WriteAt([]byte("pdx"), 14); err != nil {
+		t.Fatal(err)
+	}
+	wantSize(t, u, "m/new", 17)
+	wantSize(t, u, "m/low", 7)
+}
+
+// TestIssue19CachedDirFollowsWrites: every change the union makes shows
+// at the next read of a name at the root and in a merged directory: a
+// copy-up, a removal (whiteout), a directory replacing a file, a symlink,
+// and a rename of the merged directory itself.
+func TestIssue19CachedDirFollowsWrites(t *testing.T) {
+	u := packfs.New(mem.New(), issue19Pack(t))
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(u.WriteFile("m/up", []byte("u"), 0o644))
+	for _, n := range []string{"r", "m/low", "m/up"} {
+		if _, err := u.Stat(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(u.WriteFile("m/low", []byte("copied up"), 0o644))
+	wantSize(t, u, "m/low", 9)
+	must(u.WriteFile("r", []byte("rr"), 0o644))
+	wantSize(t, u, "r", 2)
+	must(u.Remove("m/low"))
+	if _, err := u.Stat("m/low"); !os.IsNotExist(err) {
+		t.Fatalf("Stat(m/low) after Remove: %v, want ErrNotExist", err)
+	}
+	must(u.Remove("m/up"))
+	must(u.Mkdir("m/up", 0o755))
+	if fi, err := u.Stat("m/up"); err != nil || !fi.IsDir() {
+		t.Fatalf("Stat(m/up) = %v, %v; want a directory", fi, err)
+	}
+	must(u.Symlink("../d/low", "m/link"))
+	wantSize(t, u, "m/link", 7)
+	must(u.Rename("m", "n"))
+	if _, err := u.Stat("m/link"); !os.IsNotExist(err) {
+		t.Fatalf("Stat(m/link) after renaming m: %v, want ErrNotExist", err)
+	}
+	wantSize(t, u, "n/link", 7)
+}
+
+// TestIssue19FastPathsAllocate: a small-file read of a lower file through
+// the union, at the root, in a directory of the lower alone and in a
+// merged one, costs a fixed, small number of allocations (it cost 8 to
+// 15 when every read walked every layer).
+func TestIssue19FastPathsAllocate(t *testing.T) {
+	up := mem.New()
+	u := packfs.New(up, issue19Pack(t))
+	if err := u.WriteFile("m/up", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	for _, name := range []string{"r", "d/low", "m/low"} {
+		read := func() {
+			f, err := u.Open(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for {
+				if _, err := f.Read(buf); err == io.EOF {
+					break
+				} else if err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.Close()
+		}
+		read()
+		if n := testing.AllocsPerRun(100, read); n > 3 {
+			t.Errorf("Open+Read+Close(%q): %v allocations, want at most 3", name, n)
+		}
+		if n := testing.AllocsPerRun(100, func() { u.Stat(name) }); n > 1 {
+			t.Errorf("Stat(%q): %v allocations, want at most 1", name, n)
+		}
+	}
+}
+
+// TestIssue19CachedDirStructure: writes that change which layers merge
+// into a directory (removing one and making a file or an opaque directory
+// in its place, copying one up) show at once through the directory cache
+// of both readers and writers.
+func TestIssue19CachedDirStructure(t *testing.T) {
+	l := mem.New()
+	for _, err := range []error{
+		l.Mkdir("m", 0o755), l.Mkdir("m/ld", 0o755), l.Mkdir("lo", 0o755),
+		l.WriteFile("m/ld/f", []byte("lower"), 0o644),
+		l.WriteFile("lo/f", []byte("lower"), 0o644),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	name := filepath.Join(t.TempDir(), "lower.pack")
+	if err := packwriter.WriteFile(name, l.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	r, err := packreader.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	u := packfs.New(mem.New(), r)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone := func(name string) {
+		t.Helper()
+		if _, err := u.Stat(name); err == nil {
+			t.Fatalf("Stat(%q) succeeds, want an error", name)
+		}
+		if _, err := u.ReadFile(name); err == nil {
+			t.Fatalf("ReadFile(%q) succeeds, want an error", name)
+		}
+	}
+	must(u.WriteFile("m/up", nil, 0o644)) // m merges both layers now
+	wantSize(t, u, "m/ld/f", 5)
+	must(u.RemoveAll("m/ld"))
+	gone("m/ld/f")
+	must(u.Mkdir("m/ld", 0o755)) // opaque: the lower f stays hidden
+	gone("m/ld/f")
+	must(u.WriteFile("m/ld/g", []byte("g"), 0o644))
+	wantSize(t, u, "m/ld/g", 1)
+	gone("m/ld/f")
+	must(u.Remove("m/ld/g"))
+	must(u.Remove("m/ld"))
+	must(u.WriteFile("m/ld", []byte("file"), 0o644)) // a file where the directory was
+	wantSize(t, u, "m/ld", 4)
+	gone("m/ld/f")
+	gone("m/ld/g")
+
+	wantSize(t, u, "lo/f", 5) // lo is the lower's alone
+	must(u.WriteFile("lo/new", []byte("new"), 0o644))
+	wantSize(t, u, "lo/new", 3)
+	wantSize(t, u, "lo/f", 5)
+	must(u.Remove("lo/f"))
+	gone("lo/f")
+	wantSize(t, u, "lo/new", 3)
+}
+
+// TestIssue19CachedDirReadersBesideWriter runs readers of names in a
+// merged directory while a writer creates, removes and replaces entries
+// there and below it: a name the writer has finished with reads as the
+// writer left it, for every reader.
+func TestIssue19CachedDirReadersBesideWriter(t *testing.T) {
+	u := packfs.New(mem.New(), issue19Pack(t))
+	rounds := 300
+	if testing.Short() {
+		rounds = 100
+	}
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 3 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				if b, err := u.ReadFile("m/low"); err != nil || string(b) != "lower m" {
+					errs <- fmt.Errorf("ReadFile(m/low) = %q, %v", b, err)
+					return
+				}
+				u.Stat("m/x")
+				u.Stat("m/x/y")
+				u.ReadFile("r")
+			}
+		}()
+	}
+	for i := range rounds {
+		steps := []error{
+			u.WriteFile("m/x", []byte("file"), 0o644),
+			u.Remove("m/x"),
+			u.Mkdir("m/x", 0o755),
+			u.WriteFile("m/x/y", []byte("y"), 0o644),
+		}
+		for _, err := range steps {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if b, err := u.ReadFile("m/x/y"); err != nil || string(b) != "y" {
+			t.Fatalf("round %d: ReadFile(m/x/y) = %q, %v", i, b, err)
+		}
+		if err := u.RemoveAll("m/x"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := u.Stat("m/x/y"); !os.IsNotExist(err) {
+			t.Fatalf("round %d: Stat(m/x/y) after RemoveAll: %v", i, err)
+		}
+		if err := u.WriteFile("r", []byte(fmt.Sprint(i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := u.ReadFile("r"); err != nil || string(b) != fmt.Sprint(i) {
+			t.Fatalf("round %d: ReadFile(r) = %q, %v", i, b, err)
+		}
+	}
+	close(done)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestIssue19CachedDirAliases: a directory reached through a symlink is
+// never kept, so that a name through the link follows the link as it is
+// now; names the kernel refuses are refused through the cached directory
+// too.
+func TestIssue19CachedDirAliases(t *testing.T) {
+	u := packfs.New(mem.New(), issue19Pack(t))
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(u.WriteFile("m/up", []byte("up"), 0o644))
+	must(u.Symlink("m", "ln"))
+	wantSize(t, u, "ln/low", 7)
+	wantSize(t, u, "ln/up", 2)
+	must(u.Remove("ln"))
+	must(u.Symlink("d", "ln"))
+	wantSize(t, u, "ln/low", 7)
+	if b, err := u.ReadFile("ln/low"); err != nil || string(b) != "lower d" {
+		t.Fatalf("ReadFile(ln/low) after relinking = %q, %v; want the lower d's", b, err)
+	}
+	if _, err := u.Stat("ln/up"); !os.IsNotExist(err) {
+		t.Fatalf("Stat(ln/up) after relinking: %v, want ErrNotExist", err)
+	}
+	long := make([]byte, 256)
+	for i := range long {
+		long[i] = 'a'
+	}
+	if _, err := u.Stat("m/" + string(long)); !errors.Is(err, syscall.ENAMETOOLONG) {
+		t.Fatalf("Stat of a 256-byte name in m: %v, want ENAMETOOLONG", err)
+	}
+	if _, err := u.Stat("m/up/x"); !errors.Is(err, syscall.ENOTDIR) {
+		t.Fatalf("Stat(m/up/x): %v, want ENOTDIR", err)
+	}
+}
+
+// listCounter is a lower layer that counts its listings.
+type listCounter struct {
+	fs.FS
+	lists int
+}
+
+func (l *listCounter) ReadDir(name string) ([]fs.DirEntry, error) {
+	l.lists++
+	return fs.ReadDir(l.FS, name)
+}
+
+func (l *listCounter) Stat(name string) (fs.FileInfo, error)  { return fs.Stat(l.FS, name) }
+func (l *listCounter) Lstat(name string) (fs.FileInfo, error) { return fs.Lstat(l.FS, name) }
+func (l *listCounter) ReadLink(name string) (string, error)   { return fs.ReadLink(l.FS, name) }
+
+// TestIssue19FirstLookupLists: the first read below a directory of a
+// lower layer looks the name up, and lists nothing (it listed the whole
+// directory, which made a union's open and first lookup cost a ReadDir
+// of every entry there).
+func TestIssue19FirstLookupLists(t *testing.T) {
+	low := &listCounter{FS: issue19Pack(t)}
+	u := packfs.New(mem.New(), low)
+	wantSize(t, u, "d/low", 7)
+	f, err := u.Open("d/low")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if low.lists != 0 {
+		t.Fatalf("reading d/low listed a lower directory %d times, want 0", low.lists)
+	}
+}
