@@ -264,6 +264,9 @@ func classify(err error) (error, bool) {
 	if errors.Is(err, context.Canceled) {
 		return err, false
 	}
+	if errors.Is(err, errDamaged) {
+		return err, true
+	}
 	if errors.Is(err, ErrChanged) || errors.Is(err, ErrConflict) {
 		return err, false
 	}

@@ -4,36 +4,26 @@ import (
 	"bytes"
 	"context"
 	"io/fs"
-	"net/http/httptest"
 	"path/filepath"
 	"testing"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/packfs/packfs/conformance"
 	"github.com/packfs/packfs/layer/mem"
 	"github.com/packfs/packfs/packwriter"
 	"github.com/packfs/packfs/remote"
+	"github.com/packfs/packfs/remote/remotetest"
 )
-
-// server is a gofakes3 server on loopback, with one bucket.
-type server struct {
-	url     string // http://127.0.0.1:port
-	backend *s3mem.Backend
-}
 
 const bucketName = "packs"
 
-func newServer(t testing.TB) *server {
+func newServer(t testing.TB) *remotetest.Server {
 	t.Helper()
-	be := s3mem.New()
-	faker := gofakes3.New(be, gofakes3.WithLogger(gofakes3.DiscardLog()))
-	ts := httptest.NewServer(faker.Server())
-	t.Cleanup(ts.Close)
-	if err := be.CreateBucket(bucketName); err != nil {
+	s, err := remotetest.NewServer(bucketName)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return &server{url: ts.URL, backend: be}
+	t.Cleanup(s.Close)
+	return s
 }
 
 // bucket opens the server's bucket through endpoint (the server's URL or

@@ -418,13 +418,12 @@ func (o *Object) direct(ctx context.Context, p []byte, lo, n int64) error {
 	}
 	done := make(chan error, 1)
 	go func() {
-		err := o.b.retry(o.ctx, func(actx context.Context) error {
-			return o.get(actx, p, lo*o.bs)
+		done <- o.b.retry(o.ctx, func(actx context.Context) error {
+			if err := o.get(actx, p, lo*o.bs); err != nil {
+				return err
+			}
+			return o.check(p, lo)
 		})
-		if err == nil {
-			err = o.check(p, lo)
-		}
-		done <- err
 	}()
 	select {
 	case err := <-done:
@@ -494,11 +493,11 @@ func (o *Object) fetch(ctx context.Context, lo, n int64) ([]byte, error) {
 	end := min(o.size, (lo+n)*o.bs)
 	buf := make([]byte, end-start)
 	err := o.b.retry(ctx, func(actx context.Context) error {
-		return o.get(actx, buf, start)
+		if err := o.get(actx, buf, start); err != nil {
+			return err
+		}
+		return o.check(buf, lo)
 	})
-	if err == nil {
-		err = o.check(buf, lo)
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -506,20 +505,31 @@ func (o *Object) fetch(ctx context.Context, lo, n int64) ([]byte, error) {
 }
 
 // check compares each block of p (blocks from lo on) with its CRC-32C at
-// its first fetch, and records it for those fetched the first time.
+// its first fetch, and records it for those fetched the first time. The
+// ETag has not moved (get checked it), so a difference is damage in
+// transit: errDamaged, which is retried.
 func (o *Object) check(p []byte, lo int64) error {
+	sums := make([]uint32, 0, (int64(len(p))+o.bs-1)/o.bs)
+	for i := int64(0); i*o.bs < int64(len(p)); i++ {
+		sums = append(sums, crc32.Checksum(p[i*o.bs:min(int64(len(p)), (i+1)*o.bs)], castagnoli))
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for i := int64(0); i*o.bs < int64(len(p)); i++ {
-		d := p[i*o.bs : min(int64(len(p)), (i+1)*o.bs)]
-		sum := crc32.Checksum(d, castagnoli)
-		if old, ok := o.sums[lo+i]; ok && old != sum {
-			return fmt.Errorf("%w: block %d (offset %d) differs from its first read", ErrChanged, lo+i, (lo+i)*o.bs)
+	for i, sum := range sums {
+		b := lo + int64(i)
+		if old, ok := o.sums[b]; ok && old != sum {
+			return fmt.Errorf("%w: block %d (offset %d) differs from its first read", errDamaged, b, b*o.bs)
 		}
-		o.sums[lo+i] = sum
+	}
+	for i, sum := range sums {
+		o.sums[lo+int64(i)] = sum
 	}
 	return nil
 }
+
+// errDamaged: a block read again differs from its first read, under the
+// same ETag.
+var errDamaged = fmt.Errorf("%w: a block read again differs", ErrChanged)
 
 // get is one attempt: a ranged GET of len(p) bytes at off, under If-Match.
 func (o *Object) get(ctx context.Context, p []byte, off int64) error {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/packfs/packfs/conformance"
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/layer/mem"
 	"github.com/packfs/packfs/packreader"
@@ -20,7 +21,7 @@ import (
 
 func TestConformanceReadOnly(t *testing.T) {
 	srv := newServer(t)
-	b := bucketAt(t, srv.url, &remote.Options{BlockSize: 4096, CacheBytes: 64 << 10})
+	b := bucketAt(t, srv.URL, &remote.Options{BlockSize: 4096, CacheBytes: 64 << 10})
 	n := 0
 	conformance.RunReadOnly(t, func(t *testing.T, tree conformance.Tree) fs.FS {
 		n++
@@ -59,11 +60,14 @@ func bigTree(t testing.TB, dirs, files, size int) *mem.FS {
 // a cold walk against the index's bytes, one small file, a warm read.
 func TestCounts(t *testing.T) {
 	dirs, files := 20, 500 // 10,000 entries
-	if os.Getenv("PACKFS_LONG") != "" && !testing.Short() {
+	if !testsize.Short() {
 		dirs, files = 200, 5000 // 1,000,000 entries
+		if raceEnabled {
+			dirs = 40
+		}
 	}
 	srv := newServer(t)
-	b := bucketAt(t, srv.url, nil)
+	b := bucketAt(t, srv.URL, nil)
 	m := bigTree(t, dirs, files, 40)
 	path := writePack(t, m.Snapshot())
 	upload(t, b, "big.pack", path)
@@ -156,7 +160,7 @@ func indexOff(t testing.TB, path string) int64 {
 // any other tool would put it): three requests at most, same bytes.
 func TestOpenForeign(t *testing.T) {
 	srv := newServer(t)
-	b := bucketAt(t, srv.url, &remote.Options{BlockSize: 4096})
+	b := bucketAt(t, srv.URL, &remote.Options{BlockSize: 4096})
 	path := writePack(t, bigTree(t, 4, 100, 100).Snapshot())
 	data, _ := os.ReadFile(path)
 	putRaw(t, b, "plain.pack", data)
@@ -182,7 +186,7 @@ func TestOpenForeign(t *testing.T) {
 // quickly (no retries); a replaced object is ErrChanged.
 func TestPermanentErrors(t *testing.T) {
 	srv := newServer(t)
-	b := bucketAt(t, srv.url, &remote.Options{BlockSize: 4096, CacheBytes: 16 << 10})
+	b := bucketAt(t, srv.URL, &remote.Options{BlockSize: 4096, CacheBytes: 16 << 10})
 	s0 := b.Stats()
 	_, err := b.OpenPack(context.Background(), "missing.pack")
 	if !errors.Is(err, fs.ErrNotExist) {
@@ -213,7 +217,7 @@ func TestPermanentErrors(t *testing.T) {
 		t.Fatalf("read after replace: %v, want ErrChanged", err)
 	}
 	// Removed: also an error, never bytes.
-	if _, err := srv.backend.DeleteObject(bucketName, "a.pack"); err != nil {
+	if _, err := srv.Backend.DeleteObject(bucketName, "a.pack"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err = p.ReadFile("d0002/f00049"); err == nil {
@@ -224,7 +228,7 @@ func TestPermanentErrors(t *testing.T) {
 // TestReadAtContext: a cancelled context ends a read at once.
 func TestReadAtContext(t *testing.T) {
 	srv := newServer(t)
-	b := bucketAt(t, srv.url, nil)
+	b := bucketAt(t, srv.URL, nil)
 	putRaw(t, b, "blob", bytes.Repeat([]byte("x"), 1<<20))
 	o, err := b.OpenObject(context.Background(), "blob")
 	if err != nil {
