@@ -199,6 +199,11 @@ func ParseURL(raw string) (*URL, error) {
 		r.Endpoint, r.Secure = ep, true
 	}
 	r.PathStyle = !strings.HasSuffix(r.Endpoint, "amazonaws.com")
+	if r.Region == "" && r.PathStyle {
+		// Spares the bucket-location request the client makes without
+		// one; S3-compatible servers take any region, mostly this.
+		r.Region = "us-east-1"
+	}
 	switch q.Get("path_style") {
 	case "":
 	case "true":
@@ -271,8 +276,10 @@ func classify(err error) (error, bool) {
 		return err, false
 	}
 	var er minio.ErrorResponse
-	if errors.As(err, &er) && er.StatusCode != 0 {
+	if errors.As(err, &er) {
 		switch {
+		case er.StatusCode == 0:
+			return err, false // refused by the client itself (a bad name)
 		case er.StatusCode == http.StatusNotFound:
 			return fmt.Errorf("%w (%s)", errNotExist, er.Code), false
 		case er.StatusCode == http.StatusForbidden || er.StatusCode == http.StatusUnauthorized:
