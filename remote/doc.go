@@ -36,6 +36,21 @@
 // block fetched again (after eviction) must match it, or the read fails
 // with ErrChanged. So a damaged or changed object gives an error.
 //
+// # Stores in a bucket
+//
+// A [Publisher] set as packfs.Options.Publisher uploads each checkpoint's
+// packs under a prefix (PREFIX/packs/WRITER/NAME, WRITER random per
+// Publisher) before the store's manifest names them, then writes
+// PREFIX/MANIFEST, a JSON list of the packs with their sizes and ETags,
+// with If-Match on the ETag it last saw (If-None-Match: * for the first):
+// of two writers from one manifest only one wins, the other's checkpoint
+// fails with [ErrConflict] and its store goes on over its log. A
+// [Replica], opened from the bucket alone ([Bucket.OpenReplica]), reads
+// the manifest every poll interval and moves to a new generation once
+// every pack it names is open and matches its recorded ETag, so it never
+// sees part of an upload; a [Snapshot] (or a file opened through the
+// Replica) keeps its generation's packs open until released.
+//
 // # Errors and faults
 //
 // Each attempt has a timeout (Options.RequestTimeout); transient
@@ -57,6 +72,10 @@
 //   - A block damaged in its first fetch fails the reads the pack's
 //     checks cover; the content it belongs to stays failed in that open
 //     pack (packreader remembers a bad content): open the pack again.
+//   - A replica serves checkpoints: changes in the writer's log since its
+//     last checkpoint are not in the bucket. Packs no manifest names any
+//     more stay in the bucket (replicas may still read them); deleting
+//     them is left to a lifecycle rule.
 //   - Only S3's protocol is spoken (minio-go); GCS and Azure are reached
 //     through their S3-compatible endpoints where they have one.
 package remote

@@ -112,7 +112,7 @@ func (b *Bucket) OpenObject(ctx context.Context, key string) (*Object, error) {
 		if err != nil {
 			return err
 		}
-		o.size, o.etag, first = size, strings.Trim(info.ETag, `"`), buf
+		o.size, o.etag, first = size, trimETag(info.ETag), buf
 		o.meta = map[string]string{}
 		for k, v := range info.UserMetadata {
 			o.meta[http.CanonicalHeaderKey(k)] = v
@@ -547,7 +547,7 @@ func (o *Object) get(ctx context.Context, p []byte, off int64) error {
 		return err
 	}
 	defer body.Close()
-	if strings.Trim(info.ETag, `"`) != o.etag {
+	if trimETag(info.ETag) != o.etag {
 		return fmt.Errorf("%w: ETag %s, opened as %s", ErrChanged, info.ETag, o.etag)
 	}
 	if size, err := totalSize(hdr, info.Size); err != nil {
@@ -596,3 +596,5 @@ func (o *Object) putLocked(b int64, data []byte) {
 }
 
 func errorsIsChanged(err error) bool { return errors.Is(err, ErrChanged) }
+
+func trimETag(s string) string { return strings.Trim(s, `"`) }

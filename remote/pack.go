@@ -98,7 +98,7 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, size int64, p
 		if err != nil {
 			return err
 		}
-		etag = info.ETag
+		etag = trimETag(info.ETag)
 		return nil
 	}
 	var err error
