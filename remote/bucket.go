@@ -45,7 +45,7 @@ type Options struct {
 	// 32 MiB; it is at least four blocks.
 	CacheBytes int64
 	// ReadAhead is the largest window a sequential reader gets fetched
-	// ahead of it, doubling from one block. 0 means 2 MiB; negative
+	// ahead of it, doubling from one block. 0 means 8 MiB; negative
 	// turns read-ahead off.
 	ReadAhead int64
 	// RequestTimeout bounds each attempt of a request. 0 means 30 s.
@@ -71,7 +71,7 @@ func (o *Options) withDefaults() Options {
 	}
 	r.CacheBytes = max(r.CacheBytes, 4*int64(r.BlockSize))
 	if r.ReadAhead == 0 {
-		r.ReadAhead = 2 << 20
+		r.ReadAhead = 8 << 20
 	}
 	if r.RequestTimeout <= 0 {
 		r.RequestTimeout = 30 * time.Second
@@ -267,6 +267,9 @@ func classify(err error) (error, bool) {
 		return nil, false
 	}
 	if errors.Is(err, context.Canceled) {
+		return err, false
+	}
+	if errors.Is(err, errPartial) {
 		return err, false
 	}
 	if errors.Is(err, errDamaged) {

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -54,16 +55,17 @@ type Object struct {
 	stop context.CancelFunc
 	cap  int64 // cache bound in bytes
 
-	mu       sync.Mutex
-	cache    map[int64]*list.Element // block → element of lru (value *block)
-	lru      list.List               // front: most recent
-	cached   int64                   // bytes in cache
-	inflight map[int64]*fetch
-	sums     map[int64]uint32 // block → CRC-32C at first fetch
-	window   int64            // read-ahead window, bytes
-	lastEnd  int64            // end of the last read
-	tail     *fetch           // the open's second request, served once
-	closed   atomic.Bool
+	mu        sync.Mutex
+	cache     map[int64]*list.Element // block → element of lru (value *block)
+	lru       list.List               // front: most recent
+	cached    int64                   // bytes in cache
+	inflight  map[int64]*fetch
+	sums      map[int64]uint32 // block → CRC-32C at first fetch
+	window    int64            // read-ahead window, bytes
+	nextFetch int64            // the block after the last fetch's
+	mark      int64            // a read reaching this block fetches the next window
+	tail      *fetch           // the open's second request, served once
+	closed    atomic.Bool
 }
 
 type block struct {
@@ -132,7 +134,7 @@ func (b *Bucket) OpenObject(ctx context.Context, key string) (*Object, error) {
 	if len(first) > 0 {
 		o.put(0, first)
 	}
-	o.lastEnd = -1
+	o.nextFetch, o.mark = math.MinInt64/2, math.MaxInt64
 	return o, nil
 }
 
@@ -289,21 +291,9 @@ func (o *Object) plan(b0, b1, off int64) ([]wait, error) {
 	if o.closed.Load() {
 		return nil, fs.ErrClosed
 	}
-	// Read-ahead: a read that starts within a block of where the last
-	// one ended is sequential.
-	if o.lastEnd >= 0 && off >= o.lastEnd && off < o.lastEnd+o.bs {
-		if o.window == 0 {
-			o.window = o.bs
-		} else {
-			o.window = min(2*o.window, max(o.b.opts.ReadAhead, 0))
-		}
-	} else {
-		o.window = 0
-	}
 	if o.b.opts.ReadAhead < 0 {
 		o.window = 0
 	}
-	o.lastEnd = (b1 + 1) * o.bs
 	last := (o.size - 1) / o.bs
 	var waits []wait
 	var start []*fetch
@@ -341,11 +331,23 @@ func (o *Object) plan(b0, b1, off int64) ([]wait, error) {
 		for hi+1 <= b1 && o.missing(hi+1) {
 			hi++
 		}
+		// Read-ahead: a fetch that starts where the last one ended (or a
+		// block after) belongs to a sequential reader, whose window
+		// doubles; reads the cache serves do not count, so a reader that
+		// reads a content twice (a check, then the copy) stays
+		// sequential.
+		if o.b.opts.ReadAhead > 0 && b >= o.nextFetch && b <= o.nextFetch+1 {
+			o.window = min(max(2*o.window, o.bs), o.maxWindow())
+			o.mark = b
+		} else {
+			o.window, o.mark = 0, math.MaxInt64
+		}
 		if hi == b1 && o.window > 0 {
 			for ahead := o.window / o.bs; ahead > 0 && hi+1 <= last && o.missing(hi+1); ahead-- {
 				hi++
 			}
 		}
+		o.nextFetch = hi + 1
 		f := &fetch{lo: b, n: hi - b + 1, done: make(chan struct{})}
 		for x := b; x <= hi; x++ {
 			o.inflight[x] = f
@@ -354,11 +356,32 @@ func (o *Object) plan(b0, b1, off int64) ([]wait, error) {
 		waits = append(waits, wait{f})
 		b = min(hi, b1)
 	}
+	// A sequential reader that reached the last window fetched ahead
+	// gets the next one fetched in the background, so that it rarely
+	// waits a round trip.
+	if o.window > 0 && b1 >= o.mark && o.nextFetch <= last && o.missing(o.nextFetch) {
+		o.window = min(2*o.window, o.maxWindow())
+		lo := o.nextFetch
+		hi := lo
+		for hi+1 <= min(last, lo+o.window/o.bs-1) && o.missing(hi+1) {
+			hi++
+		}
+		f := &fetch{lo: lo, n: hi - lo + 1, done: make(chan struct{})}
+		for x := lo; x <= hi; x++ {
+			o.inflight[x] = f
+		}
+		start = append(start, f)
+		o.mark, o.nextFetch = lo, hi+1
+	}
 	for _, f := range start {
 		go o.run(f, true)
 	}
 	return waits, nil
 }
+
+// maxWindow is the largest read-ahead: Options.ReadAhead, and at most a
+// quarter of the cache, which must hold a window and the one after.
+func (o *Object) maxWindow() int64 { return max(o.bs, min(o.b.opts.ReadAhead, o.cap/4)) }
 
 func isDone(f *fetch) bool {
 	select {

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -184,3 +185,35 @@ func indexOffset(ra io.ReaderAt, size int64) (int64, error) {
 	}
 	return int64(packformat.DecodeFooter(foot).IndexOff), nil
 }
+
+// Download writes the whole object key to w in one GET. An attempt that
+// fails before anything is written is retried; one that fails after is
+// not, since w cannot take the bytes back.
+func (b *Bucket) Download(ctx context.Context, key string, w io.Writer) (int64, error) {
+	var n int64
+	err := b.retry(ctx, func(ctx context.Context) error {
+		b.requests.Add(1)
+		b.gets.Add(1)
+		body, info, _, err := b.core.GetObject(ctx, b.name, key, minio.GetObjectOptions{})
+		if err != nil {
+			return err
+		}
+		defer body.Close()
+		m, err := io.Copy(w, body)
+		n += m
+		b.bytes.Add(m)
+		if err == nil && m != info.Size {
+			err = fmt.Errorf("%w: %d bytes of %d", errShort, m, info.Size)
+		}
+		if err != nil && m > 0 {
+			return fmt.Errorf("%w (after %d bytes: not retried)", errPartial, m)
+		}
+		return err
+	})
+	if err != nil {
+		return n, &fs.PathError{Op: "get", Path: b.path(key), Err: err}
+	}
+	return n, nil
+}
+
+var errPartial = errors.New("remote: download cut short")
