@@ -64,8 +64,12 @@ type Object struct {
 	window    int64            // read-ahead window, bytes
 	nextFetch int64            // the block after the last fetch's
 	mark      int64            // a read reaching this block fetches the next window
-	tail      *fetch           // the open's second request, served once
-	closed    atomic.Bool
+	// head is the open's first response, kept; tail the bytes Prefetch
+	// fetched, served until a read from its start (the pack's index
+	// and tables) takes them. Neither is cut into blocks: they serve
+	// reads that lie inside them.
+	head, tail *span
+	closed     atomic.Bool
 }
 
 type block struct {
@@ -82,6 +86,19 @@ type fetch struct {
 	err   error
 }
 
+// span is a fetched byte range.
+type span struct {
+	off  int64
+	done chan struct{}
+	data []byte
+	err  error
+}
+
+// headSize is what the open's request fetches: the pack's header, and
+// for a small object all of it, at the cost of a small share of a
+// cold walk's bytes.
+const headSize = 4 << 10
+
 // OpenObject opens key, fetching its first block (which tells its size
 // and ETag). ctx bounds every later read through ReadAt, until Close.
 func (b *Bucket) OpenObject(ctx context.Context, key string) (*Object, error) {
@@ -90,7 +107,7 @@ func (b *Bucket) OpenObject(ctx context.Context, key string) (*Object, error) {
 	var first []byte
 	err := b.retry(ctx, func(ctx context.Context) error {
 		var opts minio.GetObjectOptions
-		if err := opts.SetRange(0, o.bs-1); err != nil {
+		if err := opts.SetRange(0, headSize-1); err != nil {
 			return err
 		}
 		b.requests.Add(1)
@@ -104,7 +121,7 @@ func (b *Bucket) OpenObject(ctx context.Context, key string) (*Object, error) {
 		if err != nil {
 			return err
 		}
-		want := min(size, o.bs)
+		want := min(size, headSize)
 		if info.Size != want {
 			return fmt.Errorf("%w: %d bytes for a range of %d", errShort, info.Size, want)
 		}
@@ -131,9 +148,9 @@ func (b *Bucket) OpenObject(ctx context.Context, key string) (*Object, error) {
 	if ctx.Done() != nil {
 		context.AfterFunc(ctx, o.stop)
 	}
-	if len(first) > 0 {
-		o.put(0, first)
-	}
+	done := make(chan struct{})
+	close(done)
+	o.head = &span{off: 0, done: done, data: first}
 	o.nextFetch, o.mark = math.MinInt64/2, math.MaxInt64
 	return o, nil
 }
@@ -172,7 +189,7 @@ func (o *Object) Close() error {
 	}
 	o.stop()
 	o.mu.Lock()
-	o.cache, o.cached, o.tail = map[int64]*list.Element{}, 0, nil
+	o.cache, o.cached, o.head, o.tail = map[int64]*list.Element{}, 0, nil, nil
 	o.lru.Init()
 	o.mu.Unlock()
 	return nil
@@ -218,6 +235,9 @@ func (o *Object) err(op string, err error) error {
 func (o *Object) read(ctx context.Context, p []byte, off int64) error {
 	if len(p) == 0 {
 		return nil
+	}
+	if ok, err := o.fromSpan(ctx, p, off); ok || err != nil {
+		return err
 	}
 	end := off + int64(len(p))
 	b0, b1 := off/o.bs, (end-1)/o.bs
@@ -312,20 +332,6 @@ func (o *Object) plan(b0, b1, off int64) ([]wait, error) {
 			}
 			continue
 		}
-		if t := o.tail; t != nil && b >= t.lo && b < t.lo+t.n {
-			waits = append(waits, wait{t})
-			if isDone(t) && t.err == nil {
-				for x := b; x <= min(b1, t.lo+t.n-1); x++ {
-					s := (x - t.lo) * o.bs
-					o.putLocked(x, t.data[s:min(int64(len(t.data)), s+o.bs)])
-				}
-			}
-			if b0 <= t.lo && b1 >= t.lo+t.n-1 {
-				o.tail = nil // served whole
-			}
-			b = min(b1, t.lo+t.n-1)
-			continue
-		}
 		// A new run: b and the missing blocks after it.
 		hi := b
 		for hi+1 <= b1 && o.missing(hi+1) {
@@ -399,9 +405,6 @@ func (o *Object) missing(b int64) bool {
 	if _, ok := o.inflight[b]; ok {
 		return false
 	}
-	if t := o.tail; t != nil && b >= t.lo && b < t.lo+t.n {
-		return false
-	}
 	return true
 }
 
@@ -428,17 +431,6 @@ func (o *Object) run(f *fetch, cache bool) {
 // direct reads whole blocks lo..lo+n-1 into p, bypassing the cache but
 // not the checks.
 func (o *Object) direct(ctx context.Context, p []byte, lo, n int64) error {
-	if t := o.takeTail(lo, n); t != nil {
-		select {
-		case <-t.done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		if t.err == nil {
-			copy(p, t.data[(lo-t.lo)*o.bs:])
-			return nil
-		}
-	}
 	done := make(chan error, 1)
 	go func() {
 		done <- o.b.retry(o.ctx, func(actx context.Context) error {
@@ -456,58 +448,68 @@ func (o *Object) direct(ctx context.Context, p []byte, lo, n int64) error {
 	}
 }
 
-// takeTail returns the open's second request if it covers blocks
-// lo..lo+n-1, and forgets it: it serves one read.
-func (o *Object) takeTail(lo, n int64) *fetch {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	t := o.tail
-	if t == nil || lo < t.lo || lo+n > t.lo+t.n {
-		return nil
-	}
-	o.tail = nil
-	return t
-}
-
-// Prefetch starts one request for everything from off to the end of the
-// object, to serve the next read of that range (once, not cached); it
-// is what opening a pack does once it knows where its index starts.
+// Prefetch starts one request for the bytes from off to the end of the
+// object, which serve the reads inside them until one from off takes
+// them: what opening a pack does once it knows where its index starts.
 func (o *Object) Prefetch(off int64) {
-	if off < 0 || off >= o.size {
+	if off <= 0 || off >= o.size {
 		return
 	}
-	lo := off / o.bs
-	n := (o.size-1)/o.bs - lo + 1
 	o.mu.Lock()
-	for n > 0 {
-		if _, ok := o.cache[lo]; !ok {
-			break
-		}
-		lo, n = lo+1, n-1
-	}
-	if n == 0 || o.tail != nil {
+	if o.tail != nil {
 		o.mu.Unlock()
 		return
 	}
-	f := &fetch{lo: lo, n: n, done: make(chan struct{})}
-	o.tail = f
+	sp := &span{off: off, done: make(chan struct{})}
+	o.tail = sp
 	o.mu.Unlock()
 	go func() {
-		f.data, f.err = o.fetch(o.ctx, f.lo, f.n)
+		buf := make([]byte, o.size-off)
+		sp.err = o.b.retry(o.ctx, func(actx context.Context) error { return o.get(actx, buf, off) })
+		if sp.err == nil {
+			sp.data = buf
+		}
 		o.mu.Lock()
-		if f.err != nil && o.tail == f {
+		if sp.err != nil && o.tail == sp {
 			o.tail = nil
 		}
-		if f.err == nil && !o.closed.Load() {
-			// Its end blocks are the edges of the read it serves.
-			for _, x := range []int64{f.lo, f.lo + f.n - 1} {
-				s := (x - f.lo) * o.bs
-				o.putLocked(x, f.data[s:min(int64(len(f.data)), s+o.bs)])
-			}
+		o.mu.Unlock()
+		close(sp.done)
+	}()
+}
+
+// fromSpan serves [off, off+len(p)) from the head or the tail if one
+// holds it, reporting whether it did.
+func (o *Object) fromSpan(ctx context.Context, p []byte, off int64) (bool, error) {
+	o.mu.Lock()
+	var sp *span
+	end := off + int64(len(p))
+	if h := o.head; h != nil && end <= int64(len(h.data)) {
+		sp = h
+	} else if t := o.tail; t != nil && off >= t.off {
+		sp = t
+	}
+	o.mu.Unlock()
+	if sp == nil {
+		return false, nil
+	}
+	select {
+	case <-sp.done:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	if sp.err != nil || off+int64(len(p)) > sp.off+int64(len(sp.data)) {
+		return false, nil // failed: the blocks' way tries again
+	}
+	copy(p, sp.data[off-sp.off:])
+	if sp != o.head && off == sp.off {
+		o.mu.Lock()
+		if o.tail == sp {
+			o.tail = nil
 		}
 		o.mu.Unlock()
-		close(f.done)
-	}()
+	}
+	return true, nil
 }
 
 // fetch gets blocks lo..lo+n-1 in one request (retried) and checks them.
@@ -594,14 +596,7 @@ func (o *Object) get(ctx context.Context, p []byte, off int64) error {
 	return err
 }
 
-// put caches block b.
-func (o *Object) put(b int64, data []byte) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.putLocked(b, data)
-	o.sums[b] = crc32.Checksum(data, castagnoli)
-}
-
+// putLocked caches block b; o.mu is held.
 func (o *Object) putLocked(b int64, data []byte) {
 	if e, ok := o.cache[b]; ok {
 		o.lru.MoveToFront(e)
