@@ -17,7 +17,7 @@ import (
 	"github.com/packfs/packfs/remote/remotetest"
 )
 
-var faultSeeds = flag.Int("remote.faultseeds", 0, "seeds of TestFaults (0: 2, or 12 with PACKFS_LONG=1)")
+var faultSeeds = flag.Int("remote.faultseeds", 0, "seeds of TestFaults (0: 2, or 12 with PACKFS_LONG=1, 6 under -race)")
 
 // TestFaults reads a pack through a proxy that delays, drops, cuts,
 // corrupts and refuses responses: every open, stat, listing and read
@@ -27,6 +27,9 @@ func TestFaults(t *testing.T) {
 	seeds := 2
 	if !testsize.Short() {
 		seeds = 12
+		if raceEnabled {
+			seeds = 6
+		}
 	}
 	if *faultSeeds > 0 {
 		seeds = *faultSeeds

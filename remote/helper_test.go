@@ -3,6 +3,7 @@ package remote_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"testing"
@@ -72,3 +73,7 @@ func putRaw(t testing.TB, b *remote.Bucket, key string, data []byte) {
 		t.Fatal(err)
 	}
 }
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+func fsName(d, f int) string { return fmt.Sprintf("d%04d/f%05d", d%4, f) }

@@ -113,6 +113,16 @@ func (b *Bucket) OpenObject(ctx context.Context, key string) (*Object, error) {
 		b.requests.Add(1)
 		b.gets.Add(1)
 		body, info, hdr, err := b.core.GetObject(ctx, b.name, key, opts)
+		if isStatus(err, http.StatusRequestedRangeNotSatisfiable) {
+			// An empty object has no byte 0: ask for all of it.
+			b.requests.Add(1)
+			b.gets.Add(1)
+			body, info, hdr, err = b.core.GetObject(ctx, b.name, key, minio.GetObjectOptions{})
+			if err == nil && info.Size > headSize {
+				body.Close()
+				return fmt.Errorf("%w: %d bytes, and a range of it not satisfiable", ErrChanged, info.Size)
+			}
+		}
 		if err != nil {
 			return err
 		}
@@ -616,3 +626,8 @@ func (o *Object) putLocked(b int64, data []byte) {
 func errorsIsChanged(err error) bool { return errors.Is(err, ErrChanged) }
 
 func trimETag(s string) string { return strings.Trim(s, `"`) }
+
+func isStatus(err error, code int) bool {
+	var er minio.ErrorResponse
+	return errors.As(err, &er) && er.StatusCode == code
+}

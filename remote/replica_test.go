@@ -174,3 +174,118 @@ func TestPublishConflict(t *testing.T) {
 		t.Fatalf("loser's store: who = %q", got)
 	}
 }
+
+// TestReplicaBadManifest: a manifest that is not one, or names a pack
+// that is missing or not the one uploaded, leaves the replica where it
+// was, with the failure in Err.
+func TestReplicaBadManifest(t *testing.T) {
+	srv := newServer(t)
+	b := bucketAt(t, srv.URL, &remote.Options{BlockSize: 4096})
+	s := publishedStore(t, b, "m")
+	if err := layer.WriteFile(s, "f", []byte("1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := b.OpenReplica(context.Background(), "m", &remote.ReplicaOptions{Poll: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	good, err := srv.Backend.GetObject(bucketName, "m/MANIFEST", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer good.Contents.Close()
+	for _, bad := range []string{
+		"not json",
+		`{"version":9,"generation":2,"mode":2147484141,"packs":[]}`,
+		`{"version":1,"generation":2,"mode":2147484141,"packs":[{"key":"m/packs/none","size":1,"etag":"x"}]}`,
+	} {
+		putRaw(t, b, "m/MANIFEST", []byte(bad))
+		deadline := time.Now().Add(20 * time.Second)
+		for r.Err() == nil && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if r.Err() == nil {
+			t.Fatalf("manifest %q: no error", bad)
+		}
+		if r.Generation() != 1 || readString(t, r, "f") != "1" {
+			t.Fatalf("manifest %q moved the replica", bad)
+		}
+	}
+	if _, err := b.OpenReplica(context.Background(), "nothing-here", nil); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("replica of no store: %v", err)
+	}
+}
+
+// TestReplicaReadersBesideMoves: readers of a replica while it moves from
+// generation to generation read one whole generation each time.
+func TestReplicaReadersBesideMoves(t *testing.T) {
+	srv := newServer(t)
+	b := bucketAt(t, srv.URL, &remote.Options{BlockSize: 4096})
+	s := publishedStore(t, b, "rm")
+	write := func(gen int) {
+		for _, n := range []string{"x", "y"} {
+			if err := layer.WriteFile(s, n, []byte(fmt.Sprint(gen)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var err error
+		if gen%3 == 0 {
+			err = s.Flatten()
+		} else {
+			err = s.Checkpoint()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(1)
+	r, err := b.OpenReplica(context.Background(), "rm", &remote.ReplicaOptions{Poll: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	stop := make(chan struct{})
+	errc := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for {
+				select {
+				case <-stop:
+					errc <- nil
+					return
+				default:
+				}
+				snap, err := r.Snapshot()
+				if err != nil {
+					errc <- err
+					return
+				}
+				x, err1 := fs.ReadFile(snap, "x")
+				y, err2 := fs.ReadFile(snap, "y")
+				snap.Release()
+				if err1 != nil || err2 != nil || string(x) != string(y) {
+					errc <- fmt.Errorf("snapshot: x %q %v, y %q %v", x, err1, y, err2)
+					return
+				}
+			}
+		}()
+	}
+	for gen := 2; gen <= 8; gen++ {
+		write(gen)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := r.WaitGeneration(ctx, uint64(gen)); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+	}
+	close(stop)
+	for range 4 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
