@@ -399,15 +399,6 @@ func (o *Object) plan(b0, b1, off int64) ([]wait, error) {
 // quarter of the cache, which must hold a window and the one after.
 func (o *Object) maxWindow() int64 { return max(o.bs, min(o.b.opts.ReadAhead, o.cap/4)) }
 
-func isDone(f *fetch) bool {
-	select {
-	case <-f.done:
-		return true
-	default:
-		return false
-	}
-}
-
 func (o *Object) missing(b int64) bool {
 	if _, ok := o.cache[b]; ok {
 		return false

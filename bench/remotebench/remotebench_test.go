@@ -6,8 +6,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -55,8 +56,12 @@ func build() error {
 		return err
 	}
 	fix.dir = dir
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		return err
+	}
 	path := filepath.Join(dir, "gosrc.pack")
-	if err := packwriter.WriteFile(path, os.DirFS(filepath.Join(runtime.GOROOT(), "src"))); err != nil {
+	if err := packwriter.WriteFile(path, os.DirFS(filepath.Join(strings.TrimSpace(string(goroot)), "src"))); err != nil {
 		return err
 	}
 	fi, err := os.Stat(path)
