@@ -48,7 +48,9 @@ type Options struct {
 	// ahead of it, doubling from one block. 0 means 8 MiB; negative
 	// turns read-ahead off.
 	ReadAhead int64
-	// RequestTimeout bounds each attempt of a request. 0 means 30 s.
+	// RequestTimeout cuts off an attempt that makes no progress for
+	// that long: no response, or no body bytes for that long. 0 means
+	// 30 s.
 	RequestTimeout time.Duration
 	// Retries is how many times a transient failure is retried. 0
 	// means 4; negative means none.
@@ -307,8 +309,11 @@ func classify(err error) (error, bool) {
 	return err, true
 }
 
-// retry runs attempt until it succeeds, fails for good, or ctx ends;
-// each attempt gets its own timeout.
+// retry runs attempt until it succeeds, fails for good, or ctx ends.
+// An attempt is cut off when it makes no progress for RequestTimeout:
+// until its response starts, or between reads of its body (see
+// progress), so that a large transfer is not bounded by a small
+// timeout, and a stalled one does not hang.
 func (b *Bucket) retry(ctx context.Context, attempt func(ctx context.Context) error) error {
 	wait := b.opts.Backoff
 	var last error
@@ -319,9 +324,12 @@ func (b *Bucket) retry(ctx context.Context, attempt func(ctx context.Context) er
 			}
 			return err
 		}
-		actx, cancel := context.WithTimeout(ctx, b.opts.RequestTimeout)
-		err := attempt(actx)
-		timedOut := actx.Err() != nil && ctx.Err() == nil
+		actx, cancel := context.WithCancel(ctx)
+		w := &watchdog{d: b.opts.RequestTimeout}
+		w.t = time.AfterFunc(w.d, func() { w.fired.Store(true); cancel() })
+		err := attempt(context.WithValue(actx, watchdogKey{}, w))
+		w.t.Stop()
+		timedOut := w.fired.Load() && ctx.Err() == nil
 		cancel()
 		if err == nil {
 			return nil
@@ -332,6 +340,7 @@ func (b *Bucket) retry(ctx context.Context, attempt func(ctx context.Context) er
 		perm, transient := classify(err)
 		if timedOut {
 			transient = true
+			err = fmt.Errorf("no progress for %v: %w", b.opts.RequestTimeout, err)
 		}
 		if !transient {
 			return perm
@@ -350,6 +359,38 @@ func (b *Bucket) retry(ctx context.Context, attempt func(ctx context.Context) er
 		}
 		wait *= 2
 	}
+}
+
+// watchdog cuts an attempt off after d without progress.
+type watchdog struct {
+	d     time.Duration
+	t     *time.Timer
+	fired atomic.Bool
+}
+
+type watchdogKey struct{}
+
+// progress wraps r so that each read that returns bytes restarts the
+// attempt's watchdog.
+func progress(ctx context.Context, r io.Reader) io.Reader {
+	w, _ := ctx.Value(watchdogKey{}).(*watchdog)
+	if w == nil {
+		return r
+	}
+	return &progressReader{r: r, w: w}
+}
+
+type progressReader struct {
+	r io.Reader
+	w *watchdog
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.w.t.Reset(p.w.d)
+	}
+	return n, err
 }
 
 var jitter atomic.Uint64

@@ -53,7 +53,7 @@ func TestFaults(t *testing.T) {
 			px := remotetest.NewProxy(srv.URL)
 			defer px.Close()
 			px.SetFaults(uint64(seed), 0.25, 120*time.Millisecond,
-				remotetest.Delay, remotetest.Drop, remotetest.Truncate, remotetest.Corrupt, remotetest.Status)
+				remotetest.Delay, remotetest.Drop, remotetest.Truncate, remotetest.Corrupt, remotetest.Status, remotetest.Stall)
 			b := bucketAt(t, px.URL, &remote.Options{BlockSize: 4096, CacheBytes: 16 << 10,
 				RequestTimeout: 60 * time.Millisecond, Retries: 3, Backoff: time.Millisecond})
 			var good, bad int
@@ -66,7 +66,7 @@ func TestFaults(t *testing.T) {
 					continue
 				}
 				for i, name := range names {
-					if (i+round)%5 != 0 {
+					if (i+round)%8 != 0 {
 						continue
 					}
 					ok, err := within(t, func() (bool, error) { return same(p, local, name) })
@@ -74,7 +74,13 @@ func TestFaults(t *testing.T) {
 						t.Fatalf("seed %d: %s: wrong answer through faults", seed, name)
 					}
 					if err != nil {
-						bad++
+						if bad++; bad <= 3 {
+							t.Logf("seed %d: %s: %v", seed, name, err)
+						}
+						var pe *fs.PathError
+						if !errors.As(err, &pe) {
+							t.Errorf("seed %d: %s: %v is not a PathError", seed, name, err)
+						}
 					} else {
 						good++
 					}

@@ -136,7 +136,7 @@ func (b *Bucket) OpenObject(ctx context.Context, key string) (*Object, error) {
 			return fmt.Errorf("%w: %d bytes for a range of %d", errShort, info.Size, want)
 		}
 		buf := make([]byte, want)
-		n, err := io.ReadFull(body, buf)
+		n, err := io.ReadFull(progress(ctx, body), buf)
 		b.bytes.Add(int64(n))
 		if err != nil {
 			return err
@@ -592,7 +592,7 @@ func (o *Object) get(ctx context.Context, p []byte, off int64) error {
 	if info.Size != int64(len(p)) {
 		return fmt.Errorf("%w: %d bytes for a range of %d", errShort, info.Size, len(p))
 	}
-	n, err := io.ReadFull(body, p)
+	n, err := io.ReadFull(progress(ctx, body), p)
 	o.b.bytes.Add(int64(n))
 	return err
 }

@@ -95,7 +95,7 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, size int64, p
 				return err
 			}
 		}
-		info, err := b.core.Client.PutObject(ctx, b.name, key, r, size, opts)
+		info, err := b.core.Client.PutObject(ctx, b.name, key, progress(ctx, r), size, opts)
 		if err != nil {
 			return err
 		}
@@ -199,7 +199,7 @@ func (b *Bucket) Download(ctx context.Context, key string, w io.Writer) (int64, 
 			return err
 		}
 		defer body.Close()
-		m, err := io.Copy(w, body)
+		m, err := io.Copy(w, progress(ctx, body))
 		n += m
 		b.bytes.Add(m)
 		if err == nil && m != info.Size {

@@ -155,7 +155,7 @@ func (b *Bucket) getSmall(ctx context.Context, key string) ([]byte, string, erro
 		if info.Size > maxManifest {
 			return fmt.Errorf("%w: manifest of %d bytes", fs.ErrInvalid, info.Size)
 		}
-		d, err := io.ReadAll(io.LimitReader(body, maxManifest+1))
+		d, err := io.ReadAll(io.LimitReader(progress(ctx, body), maxManifest+1))
 		b.bytes.Add(int64(len(d)))
 		if err != nil {
 			return err

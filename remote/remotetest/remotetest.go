@@ -54,11 +54,12 @@ const (
 	Truncate              // send the headers and part of the body, then close
 	Corrupt               // flip one byte of the body
 	Status                // answer 503 Slow Down
+	Stall                 // send the headers and part of the body, then nothing
 	nFaults
 )
 
 func (f Fault) String() string {
-	return [...]string{"pass", "delay", "drop", "truncate", "corrupt", "status"}[f]
+	return [...]string{"pass", "delay", "drop", "truncate", "corrupt", "status", "stall"}[f]
 }
 
 // Proxy forwards HTTP to a target, adding Latency to every request and,
@@ -179,6 +180,14 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 			fl.Flush()
 		}
 		hijackClose(w)
+		return
+	case f == Stall && len(body) > 0:
+		w.WriteHeader(resp.StatusCode)
+		w.Write(body[:x%len(body)])
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+		<-r.Context().Done() // until the client gives up, or Close
 		return
 	case f == Corrupt && len(body) > 0:
 		body = append([]byte(nil), body...)
