@@ -179,3 +179,31 @@ func TestTransientExhausted(t *testing.T) {
 		t.Errorf("%d attempts, want 3", n)
 	}
 }
+
+// TestStallEndsWithContext: a server that stalls mid-body, with an
+// attempt timeout far away, holds a read only until its context ends.
+func TestStallEndsWithContext(t *testing.T) {
+	srv := newServer(t)
+	putRaw(t, bucketAt(t, srv.URL, nil), "x", bytes.Repeat([]byte("z"), 1<<20))
+	px := remotetest.NewProxy(srv.URL)
+	defer px.Close()
+	b := bucketAt(t, px.URL, &remote.Options{RequestTimeout: time.Hour})
+	o, err := b.OpenObject(context.Background(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	px.SetFaults(1, 1, 0, remotetest.Stall)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err = within(t, func() (int, error) { return o.ReadAtContext(ctx, make([]byte, 10), 500000) })
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("stalled read: %v, want DeadlineExceeded", err)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel2()
+	_, err = within(t, func() (*remote.Pack, error) { return b.OpenPack(ctx2, "x") })
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("stalled open: %v, want DeadlineExceeded", err)
+	}
+}
