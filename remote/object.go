@@ -270,43 +270,33 @@ func (o *Object) read(ctx context.Context, p []byte, off int64) error {
 			return nil
 		}
 	}
-	for {
-		waits, err := o.plan(b0, b1, off)
-		if err != nil {
-			return err
-		}
-		retry := false
-		for _, w := range waits {
-			select {
-			case <-w.f.done:
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-o.ctx.Done():
-				return o.ctx.Err()
-			}
-			if w.f.err != nil {
-				if errors.Is(w.f.err, context.Canceled) && ctx.Err() == nil && !o.closed.Load() {
-					retry = true // its starter gave up, not us
-					continue
-				}
-				return w.f.err
-			}
-		}
-		if retry {
-			continue
-		}
-		for _, w := range waits {
-			for b := max(b0, w.f.lo); b <= min(b1, w.f.lo+w.f.n-1); b++ {
-				bstart := b * o.bs
-				d := w.f.data[(b-w.f.lo)*o.bs:]
-				d = d[:min(int64(len(d)), o.bs)]
-				lo := max(off, bstart)
-				hi := min(end, bstart+int64(len(d)))
-				copy(p[lo-off:hi-off], d[lo-bstart:hi-bstart])
-			}
-		}
-		return nil
+	waits, err := o.plan(b0, b1, off)
+	if err != nil {
+		return err
 	}
+	for _, w := range waits {
+		select {
+		case <-w.f.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-o.ctx.Done():
+			return o.ctx.Err()
+		}
+		if w.f.err != nil {
+			return w.f.err
+		}
+	}
+	for _, w := range waits {
+		for b := max(b0, w.f.lo); b <= min(b1, w.f.lo+w.f.n-1); b++ {
+			bstart := b * o.bs
+			d := w.f.data[(b-w.f.lo)*o.bs:]
+			d = d[:min(int64(len(d)), o.bs)]
+			lo := max(off, bstart)
+			hi := min(end, bstart+int64(len(d)))
+			copy(p[lo-off:hi-off], d[lo-bstart:hi-bstart])
+		}
+	}
+	return nil
 }
 
 type wait struct{ f *fetch }
