@@ -45,8 +45,8 @@ type Options struct {
 	// 32 MiB; it is at least four blocks.
 	CacheBytes int64
 	// ReadAhead is the largest window a sequential reader gets fetched
-	// ahead of it, doubling from one block. 0 means 8 MiB; negative
-	// turns read-ahead off.
+	// ahead of it, doubling from one block, and at most an eighth of
+	// CacheBytes. 0 means 8 MiB; negative turns read-ahead off.
 	ReadAhead int64
 	// RequestTimeout cuts off an attempt that makes no progress for
 	// that long: no response, or no body bytes for that long. 0 means
