@@ -19,9 +19,13 @@
 // An Object reads whole blocks (Options.BlockSize, 64 KiB by default)
 // into a bounded LRU cache (Options.CacheBytes). Readers of a block
 // being fetched wait for that one request; a run of missing blocks is one
-// request; a reader that goes on where the last read ended gets up to
-// Options.ReadAhead fetched ahead of it, the window doubling from one
-// block. A read larger than half the cache goes around it.
+// request. A reader whose fetches follow one another (reads the cache
+// serves do not count) gets a window fetched ahead of it, doubling from
+// one block up to Options.ReadAhead and an eighth of the cache, and once
+// it reaches that window the next one is fetched in the background. A
+// read larger than half the cache goes around it. The open's two
+// requests are byte ranges, the first 4 KiB and the index to the end,
+// outside the cache.
 //
 // # Integrity
 //
@@ -53,7 +57,8 @@
 //
 // # Errors and faults
 //
-// Each attempt has a timeout (Options.RequestTimeout); transient
+// An attempt that makes no progress for Options.RequestTimeout (no
+// response, or no body bytes) is cut off; transient
 // failures (5xx, 429, dropped or cut connections, short bodies, an
 // attempt's timeout) are retried with exponential backoff and jitter,
 // Options.Retries times, then fail wrapping [ErrTransient]. Permanent
@@ -72,6 +77,9 @@
 //   - A block damaged in its first fetch fails the reads the pack's
 //     checks cover; the content it belongs to stays failed in that open
 //     pack (packreader remembers a bad content): open the pack again.
+//   - A fetch runs under the open's context, not the reader's, since
+//     other readers may wait for it: a reader whose own context ends
+//     returns at once, and the fetch goes on until it ends or Close.
 //   - A replica serves checkpoints: changes in the writer's log since its
 //     last checkpoint are not in the bucket. Packs no manifest names any
 //     more stay in the bucket (replicas may still read them); deleting
