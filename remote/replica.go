@@ -36,7 +36,8 @@ type ReplicaOptions struct {
 type Replica struct {
 	b      *Bucket
 	prefix string
-	ctx    context.Context
+	parent context.Context // the packs' context: Close does not end it
+	ctx    context.Context // the poll's
 	stop   context.CancelFunc
 	done   chan struct{}
 
@@ -71,7 +72,7 @@ func (b *Bucket) OpenReplica(ctx context.Context, prefix string, opts *ReplicaOp
 		poll = opts.Poll
 	}
 	rctx, stop := context.WithCancel(ctx)
-	r := &Replica{b: b, prefix: prefix, ctx: rctx, stop: stop, done: make(chan struct{}),
+	r := &Replica{b: b, prefix: prefix, parent: ctx, ctx: rctx, stop: stop, done: make(chan struct{}),
 		packs: map[string]*sharedPack{}, moved: make(chan struct{})}
 	if err := r.refresh(); err != nil {
 		stop()
@@ -157,7 +158,7 @@ func (r *Replica) refresh() error {
 	for _, mp := range m.Packs {
 		sp := r.packs[mp.Key]
 		if sp == nil {
-			p, err := r.b.OpenPack(r.ctx, mp.Key)
+			p, err := r.b.OpenPack(r.parent, mp.Key)
 			if err != nil {
 				r.drop(g.keys)
 				return err

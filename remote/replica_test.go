@@ -1,11 +1,13 @@
 package remote_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,6 +107,9 @@ func TestReplicaFollows(t *testing.T) {
 		if gen == 2 {
 			must(s.Remove("gone"))
 		}
+		if gen == 5 {
+			must(layer.WriteFile(s, "big", bytes.Repeat([]byte("b"), 200000), 0o644))
+		}
 		if gen == 4 {
 			must(s.Flatten())
 		} else {
@@ -138,6 +143,17 @@ func TestReplicaFollows(t *testing.T) {
 	old.Release()
 	if err := r.Err(); err != nil {
 		t.Fatal(err)
+	}
+	// A snapshot outlives Close until released.
+	last, err := r.Snapshot()
+	must(err)
+	r.Close()
+	if got := readString(t, last, "big"); got != strings.Repeat("b", 200000) {
+		t.Fatalf("after Close: big is %d bytes", len(got))
+	}
+	last.Release()
+	if _, err := r.Snapshot(); !errors.Is(err, fs.ErrClosed) {
+		t.Fatalf("Snapshot after Close: %v", err)
 	}
 }
 
