@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/packfs/packfs/conformance"
 	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/remote"
+	"github.com/packfs/packfs/remote/remotetest"
 )
 
 // publishedStore opens a store in a temporary directory that publishes
@@ -303,5 +305,48 @@ func TestReplicaReadersBesideMoves(t *testing.T) {
 		if err := <-errc; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestPublishLostResponse: a manifest write whose response is lost after
+// the server applied it is retried; the retry's 412 is recognised as the
+// writer's own write, not another writer's, and the checkpoint succeeds.
+func TestPublishLostResponse(t *testing.T) {
+	srv := newServer(t)
+	px := remotetest.NewProxy(srv.URL)
+	defer px.Close()
+	b := bucketAt(t, px.URL, &remote.Options{Backoff: time.Millisecond})
+	s := publishedStore(t, b, "lost")
+	if err := layer.WriteFile(s, "f", []byte("1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	dropped := 0
+	px.SetFilter(func(r *http.Request) bool {
+		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/MANIFEST") && dropped == 0 {
+			dropped++
+			return true
+		}
+		return false
+	})
+	px.SetFaults(1, 1, 0, remotetest.DropAfter)
+	if err := layer.WriteFile(s, "f", []byte("2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Checkpoint(); err != nil {
+		t.Fatalf("checkpoint whose manifest response was lost: %v", err)
+	}
+	if dropped != 1 {
+		t.Fatalf("%d responses dropped, want 1", dropped)
+	}
+	r, err := bucketAt(t, srv.URL, nil).OpenReplica(context.Background(), "lost", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.Generation() != 2 || readString(t, r, "f") != "2" {
+		t.Fatalf("generation %d", r.Generation())
 	}
 }

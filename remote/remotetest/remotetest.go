@@ -48,18 +48,19 @@ type Fault int
 
 // The faults.
 const (
-	Pass     Fault = iota // forward as is (after Latency)
-	Delay                 // wait up to MaxDelay more first
-	Drop                  // close the connection without a response
-	Truncate              // send the headers and part of the body, then close
-	Corrupt               // flip one byte of the body
-	Status                // answer 503 Slow Down
-	Stall                 // send the headers and part of the body, then nothing
+	Pass      Fault = iota // forward as is (after Latency)
+	Delay                  // wait up to MaxDelay more first
+	Drop                   // close the connection without a response
+	Truncate               // send the headers and part of the body, then close
+	Corrupt                // flip one byte of the body
+	Status                 // answer 503 Slow Down
+	Stall                  // send the headers and part of the body, then nothing
+	DropAfter              // forward the request, then close the connection without the response
 	nFaults
 )
 
 func (f Fault) String() string {
-	return [...]string{"pass", "delay", "drop", "truncate", "corrupt", "status", "stall"}[f]
+	return [...]string{"pass", "delay", "drop", "truncate", "corrupt", "status", "stall", "dropafter"}[f]
 }
 
 // Proxy forwards HTTP to a target, adding Latency to every request and,
@@ -74,6 +75,7 @@ type Proxy struct {
 	faults   []Fault
 	maxDelay time.Duration
 	rng      *rand.Rand
+	filter   func(*http.Request) bool
 
 	ts       *httptest.Server
 	client   *http.Client
@@ -112,11 +114,18 @@ func (p *Proxy) SetFaults(seed uint64, rate float64, maxDelay time.Duration, fau
 	p.mu.Unlock()
 }
 
-func (p *Proxy) draw() (Fault, time.Duration, time.Duration, int) {
+// SetFilter limits faults to the requests filter accepts (nil: all).
+func (p *Proxy) SetFilter(filter func(*http.Request) bool) {
+	p.mu.Lock()
+	p.filter = filter
+	p.mu.Unlock()
+}
+
+func (p *Proxy) draw(r *http.Request) (Fault, time.Duration, time.Duration, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	f := Pass
-	if len(p.faults) > 0 && p.rng.Float64() < p.rate {
+	if len(p.faults) > 0 && (p.filter == nil || p.filter(r)) && p.rng.Float64() < p.rate {
 		f = p.faults[p.rng.IntN(len(p.faults))]
 	}
 	var d time.Duration
@@ -128,7 +137,7 @@ func (p *Proxy) draw() (Fault, time.Duration, time.Duration, int) {
 
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	p.Requests.Add(1)
-	f, lat, d, x := p.draw()
+	f, lat, d, x := p.draw(r)
 	p.Injected[f].Add(1)
 	if wait := lat + d; wait > 0 {
 		t := time.NewTimer(wait)
@@ -164,7 +173,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	if err != nil {
+	if err != nil || f == DropAfter {
 		hijackClose(w)
 		return
 	}
