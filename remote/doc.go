@@ -21,8 +21,9 @@
 // being fetched wait for that one request; a run of missing blocks is one
 // request. A reader whose fetches follow one another (reads the cache
 // serves do not count) gets a window fetched ahead of it, doubling from
-// one block up to Options.ReadAhead and an eighth of the cache, and once
-// it reaches that window the next one is fetched in the background. A
+// one block up to Options.ReadAhead and an eighth of the cache, and
+// once it is halfway through the window before the last one fetched,
+// the next is fetched in the background. A
 // read larger than half the cache goes around it. The open's two
 // requests are byte ranges, the first 4 KiB and the index to the end,
 // outside the cache.

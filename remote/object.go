@@ -362,9 +362,8 @@ func (o *Object) plan(b0, b1, off int64) ([]wait, error) {
 		waits = append(waits, wait{f})
 		b = min(hi, b1)
 	}
-	// A sequential reader that reached the last window fetched ahead
-	// gets the next one fetched in the background, so that it rarely
-	// waits a round trip.
+	// A sequential reader that reached the mark gets the next window
+	// fetched in the background.
 	if o.window > 0 && b1 >= o.mark && o.nextFetch <= last && o.missing(o.nextFetch) {
 		o.window = min(2*o.window, o.maxWindow())
 		lo := o.nextFetch
@@ -377,7 +376,9 @@ func (o *Object) plan(b0, b1, off int64) ([]wait, error) {
 			o.inflight[x] = f
 		}
 		start = append(start, f)
-		o.mark, o.nextFetch = lo, hi+1
+		// The next one starts when the reader is halfway through the
+		// window before this one, so that it rarely waits for either.
+		o.mark, o.nextFetch = max(lo-o.window/o.bs/2, 0), hi+1
 	}
 	for _, f := range start {
 		go o.run(f, true)
