@@ -15,6 +15,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/packreader"
 	"github.com/packfs/packfs/remote"
 )
@@ -89,7 +90,8 @@ func TestSeaweedFS(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	b := bucketAt(t, "http://"+endpoint, nil)
+	// A small cache, so that reads after the replacement need requests.
+	b := bucketAt(t, "http://"+endpoint, &remote.Options{BlockSize: 4096, CacheBytes: 16 << 10})
 	path := writePack(t, bigTree(t, 10, 200, 700).Snapshot())
 	// Volumes may take a moment to be writable after the bucket exists.
 	for {
@@ -138,5 +140,44 @@ func TestSeaweedFS(t *testing.T) {
 	p2.Close()
 	if _, err := p.ReadFile("d0007/f00150"); !errors.Is(err, remote.ErrChanged) {
 		t.Fatalf("read after replace: %v, want ErrChanged", err)
+	}
+
+	// A conditional write: If-None-Match on an existing key.
+	_, err = b.Put(context.Background(), "w.pack", bytes.NewReader([]byte("x")), 1, &remote.PutOptions{IfNoneMatch: true})
+	if errors.Is(err, remote.ErrConflict) {
+		t.Log("SeaweedFS refuses a conditional write over an existing object: two writers cannot both win")
+	} else {
+		t.Logf("SeaweedFS ignored If-None-Match (%v): two writers could both win there", err)
+	}
+
+	// A store publishing to it, and a replica following.
+	s := publishedStore(t, b, "st")
+	if err := layer.WriteFile(s, "f", bytes.Repeat([]byte("seaweed "), 10000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := b.OpenReplica(context.Background(), "st", &remote.ReplicaOptions{Poll: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got, err := r.ReadFile("f"); err != nil || !bytes.Equal(got, bytes.Repeat([]byte("seaweed "), 10000)) {
+		t.Fatalf("replica: %v", err)
+	}
+	if err := layer.WriteFile(s, "g", []byte("2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Checkpoint(); err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+	if err := r.WaitGeneration(wctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.ReadFile("g"); err != nil || string(got) != "2" {
+		t.Fatalf("replica after a checkpoint: %q, %v", got, err)
 	}
 }
