@@ -146,7 +146,11 @@ func (s *Store) checkpoint(flatten bool) error {
 	for _, q := range keep {
 		next.packs = append(next.packs, q.ref) // size and sum, as opened
 	}
-	if err := writeManifest(s.dir, next); err != nil {
+	err = s.publish(next, keep)
+	if err == nil {
+		err = writeManifest(s.dir, next)
+	}
+	if err != nil {
 		// The manifest may or may not have reached the disk: the new
 		// pack must stay, and only a reopen knows which state is live.
 		// The log still holds every change either way, so the store

@@ -60,6 +60,9 @@ type Options struct {
 	// when FS has a method Path(name string) string giving a host path
 	// (as vfs.Dir does), and otherwise read into memory.
 	FS vfs.FS
+	// Publisher, if set, is given each checkpoint before the manifest
+	// names its pack (see Publisher).
+	Publisher Publisher
 }
 
 // ErrCorrupt is wrapped by the error Open gives when the store's files

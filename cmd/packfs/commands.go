@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/packfs/packfs/packwriter"
+	"github.com/packfs/packfs/remote"
 )
 
 func packFlags(fl *flag.FlagSet) {
@@ -151,6 +152,7 @@ type output struct {
 	// when they lie inside the source.
 	self []os.FileInfo
 	dir  string // the output's directory, for temporary files
+	url  string // else a bucket URL to upload to
 }
 
 // errTerminal refuses "-" as the output when standard output is a
@@ -160,6 +162,9 @@ var errTerminal = errors.New("refusing to write a pack to a terminal; redirect s
 // packOutput checks what OUT names and refuses what a pack must not
 // replace: a device, a directory, a socket.
 func packOutput(out string, stdout io.Writer) (*output, error) {
+	if remote.IsURL(out) {
+		return &output{url: out}, nil
+	}
 	if out == "-" {
 		if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 			return nil, errTerminal
@@ -213,6 +218,9 @@ func (o *output) exclude(p string, fi fs.FileInfo) bool {
 }
 
 func (o *output) write(src fs.FS, opts []packwriter.Option) error {
+	if o.url != "" {
+		return uploadPack(o.url, src, opts)
+	}
 	if o.path != "" {
 		return packwriter.WriteFile(o.path, src, opts...)
 	}

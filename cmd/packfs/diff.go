@@ -19,6 +19,7 @@ import (
 
 	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/packreader"
+	"github.com/packfs/packfs/remote"
 )
 
 // statusError makes run exit with code, printing err unless it is nil:
@@ -324,6 +325,13 @@ func diffQuote(s string) string {
 
 // openPackOrDir opens name as a pack file or a host directory, read-only.
 func openPackOrDir(name string) (fs.FS, func() error, error) {
+	if remote.IsURL(name) {
+		r, p, err := openRemotePack(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		return r, p.Close, nil
+	}
 	fi, err := os.Stat(name)
 	if err != nil {
 		return nil, nil, err
@@ -343,6 +351,10 @@ func openPackOrDir(name string) (fs.FS, func() error, error) {
 // file: packreader.Open of a FIFO blocks until a writer comes, which may
 // be never.
 func openPack(name string) (*packreader.Reader, error) {
+	if remote.IsURL(name) {
+		r, _, err := openRemotePack(name)
+		return r, err
+	}
 	fi, err := os.Stat(name)
 	if err != nil {
 		return nil, err

@@ -95,6 +95,7 @@ func usage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-7s %-18s %s\n", c.name, c.args, c.help)
 	}
+	fmt.Fprintf(w, "\n%s\n", remoteHelp)
 	fmt.Fprintf(w, "\nRun 'packfs COMMAND --help' for a command's options.\n")
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/internal/packformat"
 	"github.com/packfs/packfs/packreader"
+	"github.com/packfs/packfs/remote"
 )
 
 var serveAddr string
@@ -85,6 +86,9 @@ type servedTree struct {
 // openServed opens name as a pack file or, if it is a directory, as a
 // store, read-only, so that it can be served beside a writer.
 func openServed(name string) (*servedTree, error) {
+	if remote.IsURL(name) {
+		return openServedRemote(name)
+	}
 	fi, err := os.Stat(name)
 	if err != nil {
 		return nil, err
