@@ -46,7 +46,7 @@ func freePort(t *testing.T) int {
 func TestSeaweedFS(t *testing.T) {
 	weed, err := weedBinary()
 	if err != nil {
-		t.Skip("SeaweedFS's weed is not installed (set PACKFS_WEED or put weed on PATH; .ci/run builds it): ", err)
+		t.Skip("SeaweedFS's weed is not installed (set PACKFS_WEED or put weed on PATH; .ci/run builds it with PACKFS_WEED_BUILD=1): ", err)
 	}
 	dir := t.TempDir()
 	s3port := freePort(t)
