@@ -127,6 +127,13 @@ func (c *Ctx) ScalingTable(id, title, unit string) *Table {
 	return c.res.table(c.cat, id, title, unit, kindScaling)
 }
 
+// MatrixTable returns a table with one line per workload (Spec.Case) and
+// one column per backend and place, each cell a cost per operation and
+// its ratio to the Base backend's in the same workload.
+func (c *Ctx) MatrixTable(id, title, unit string) *Table {
+	return c.res.table(c.cat, id, title, unit, kindMatrix)
+}
+
 // ValueTable returns a table of one measured value per row (not a time),
 // such as bytes per entry.
 func (c *Ctx) ValueTable(id, title, unit string) *Table {
