@@ -190,7 +190,7 @@ func (t *Table) Baseline(r *Row) *Row {
 		if o.Backend == base && o.Case == r.Case && t.kind == kindMatrix {
 			return o // a matrix compares each place with the one base
 		}
-		if o.Backend != base || o.Where != where || o.Case != r.Case {
+		if o.Backend != base || (o.Where != where && o.Where != r.Where) || o.Case != r.Case {
 			continue
 		}
 		if o.N == r.N {
