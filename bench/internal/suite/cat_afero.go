@@ -88,11 +88,11 @@ func runAfero(c *Ctx) error {
 // runAferoTable fills the issue 19 table: per workload, every column set
 // up afresh (store in each place), then c.Runs runs of all of them.
 func runAferoTable(c *Ctx) error {
-	t := c.MatrixTable("table", fmt.Sprintf("afero: small-file workloads, cost per operation and time ÷ MemMapFs's in the same run (N = %s files of %d B, W = %d)",
-		commas(c.N), workload.TableSmall, c.Workers), "op")
+	t := c.MatrixTable("table", "afero: small-file workloads, time ÷ MemMapFs's in the same run", "op")
 	t.Base = "memmapfs"
 	t.Paired = true
-	t.Note("Each cell: the median cost per operation over %d runs, then the median over runs of the time over memmapfs's in the same run; spread is the largest (max − min) / median of the line.", c.Runs)
+	t.Note("N = %s files of %d B, W = %d goroutines. Each cell: the median cost per operation over %d runs, then the median over runs of the time over memmapfs's in the same run; spread is the largest (max − min) / median of the line.",
+		commas(c.N), workload.TableSmall, c.Workers, c.Runs)
 	for _, row := range workload.TableRows(c.N, c.Workers) {
 		if err := aferoTableRow(c, t, row); err != nil {
 			return err
