@@ -10,7 +10,10 @@
 // that holds the sizes to use and records timings: Ctx.Table names a
 // table, and Table.Time times one run of one backend. Run repeats each
 // timed section Ctx.Runs times; the report shows the median, the spread
-// and the ratios. Adding a category is adding a file.
+// and the ratios. Ctx.MatrixTable sets workloads against backends in one
+// table (the afero category's); a table with Paired set divides times
+// taken in the same run before it takes the median, for backends timed
+// side by side. Adding a category is adding a file.
 package suite
 
 import (
