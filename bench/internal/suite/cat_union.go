@@ -37,7 +37,8 @@ lower's hit plus the union's own path walk, and still far below a read
 from the host. A merged listing is a k-way merge of sorted listings,
 linear in the entries.
 
-**Over a pack, against the pack.** One pack holds N files of 128 bytes at
+**Over a pack, against the pack.** One pack, in each place (the disk's
+temporary directory, tmpfs), holds N files of 128 bytes at
 its root, N in a directory m/ that the upper layer also holds N files of
 (a merged directory), and N five levels deep (a/b/c/d/e/). Each file is
 opened, read to its end and closed (Open, Read, Close: no ReadFile fast
@@ -140,8 +141,10 @@ func runUnion(c *Ctx) error {
 		{Target{Kind: workload.KindOS, Where: p.Name, place: p}, noClose{both}},
 	}
 
-	if err := unionOverPack(c, dir, n); err != nil {
-		return err
+	for _, p := range c.Places {
+		if err := unionOverPack(c, p, n); err != nil {
+			return err
+		}
 	}
 
 	readT := c.Table("read", "read N lower files through the union (ReadFile)", "file")
@@ -168,8 +171,14 @@ func runUnion(c *Ctx) error {
 
 // unionOverPack times Open+Read+Close of the pack's files at the root, in
 // a merged directory and deep, and opening with a first lookup, through a
-// union over the pack and from the pack directly, side by side.
-func unionOverPack(c *Ctx, dir string, n int) error {
+// union over the pack and from the pack directly, side by side, with the
+// pack in place p.
+func unionOverPack(c *Ctx, p Place, n int) error {
+	dir, err := c.TempDir(p)
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
 	data := workload.Payload(Small)
 	root := make([]string, n)
 	for i := range root {
@@ -203,8 +212,8 @@ func unionOverPack(c *Ctx, dir string, n int) error {
 			return err
 		}
 	}
-	union := Target{Kind: kindUnionPack, Where: File}
-	direct := Target{Kind: kindPack, Where: File}
+	union := Target{Kind: kindUnionPack, Where: p.Name, place: p}
+	direct := Target{Kind: kindPack, Where: p.Name, place: p}
 	fss := []workload.FS{workload.NewLayer(u), workload.NewReadOnly(pack, nil)}
 	var tables []*Table
 	for _, s := range sets {
