@@ -36,7 +36,7 @@ func TestRunner(t *testing.T) {
 	}
 	for _, table := range []string{"create N small files", "mkdir N/5 directories", "sequential write",
 		"random read of N entries", "compaction, distinct content", "create+read+unlink", "mount M mounts",
-		"open and close N/4 files", "merged ReadDir", "afero: create", "while a writer runs", "heap per entry"} {
+		"open and close N/4 files", "merged ReadDir", "afero: create", "afero: small-file workloads", "union over a pack against the pack", "first lookup", "while a writer runs", "heap per entry"} {
 		if !strings.Contains(stdout.String(), table) {
 			t.Errorf("no table %q in the output", table)
 		}

@@ -47,8 +47,8 @@ func backends() []backend {
 		// what the adapter adds is the difference.
 		{"mem-direct", workload.KindMem},
 		// What afero's own helpers cost over a file system that does
-		// nothing (floor_test.go); it cannot list, so ReadDir skips it.
-		{"floor", kindFloor},
+		// nothing (workload.KindFloor); it cannot list, so ReadDir skips it.
+		{"floor", workload.KindFloor},
 		// afero's OsFs with absolute paths under a temporary directory,
 		// on tmpfs when there is one.
 		{"osfs", workload.KindOsFs},

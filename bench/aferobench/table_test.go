@@ -3,26 +3,22 @@ package aferobench
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/packfs/packfs"
-	"github.com/packfs/packfs/aferoadapter"
 	"github.com/packfs/packfs/bench/internal/workload"
-	"github.com/packfs/packfs/layer/mem"
-	"github.com/packfs/packfs/packreader"
-	"github.com/spf13/afero"
 )
 
 // The table of issue 19: every small-file workload through afero's API,
-// each backend's time divided by MemMapFs's, all in one run. Each
-// iteration times every backend once, one after the other, so that all
-// see the same load; a ratio is the median over the iterations of the
-// backend's time over MemMapFs's in the same iteration.
+// each backend's time divided by MemMapFs's, all in one run. The columns
+// and rows are the runner's (workload.TableColumns, workload.TableRows;
+// `go run . -cat afero` prints the same table). Each iteration times every
+// backend once, one after the other, so that all see the same load; a
+// ratio is the median over the iterations of the backend's time over
+// MemMapFs's in the same iteration.
 //
 //	cd bench && go test -run '^$' -bench Table -benchtime 7x ./aferobench/
 //
@@ -35,141 +31,30 @@ import (
 // directory) and floor (afero's helpers over a file system that does
 // nothing: the bound of every ratio).
 
-// tableBackend is one column.
-type tableBackend struct {
-	name string
-	// new returns an empty file system through afero's API; lower, when
-	// not nil, are names the file system must already hold (as files of
-	// smallSize bytes), and a backend that cannot hold them there
-	// returns nil.
-	new func(tb testing.TB, lower []string) workload.FS
+// tableColumn is one column with the host directory it runs under ("":
+// the default temporary directory).
+type tableColumn struct {
+	workload.TableColumn
+	name, base string
 }
 
-func tableBackends() []tableBackend {
-	plain := func(kind workload.Kind) func(testing.TB, []string) workload.FS {
-		return func(tb testing.TB, lower []string) workload.FS {
-			if lower != nil {
-				return nil
-			}
-			be, err := kind.New("")
-			must(tb, err)
-			tb.Cleanup(func() { be.Close() })
-			return be
+func tableColumns() []tableColumn {
+	var out []tableColumn
+	for _, c := range workload.TableColumns() {
+		if !c.Host {
+			out = append(out, tableColumn{c, c.Name, ""})
+			continue
 		}
+		out = append(out, tableColumn{c, c.Name + "-tmpfs", "/dev/shm"}, tableColumn{c, c.Name + "-disk", ""})
 	}
-	return []tableBackend{
-		{"memmapfs", plain(workload.KindMemMapFs)},
-		{"mem", plain(workload.KindAdapter)},
-		{"union", func(tb testing.TB, lower []string) workload.FS {
-			if lower != nil {
-				return nil
-			}
-			return unionFS(tb, workload.Rel("run", "l", 1_000))
-		}},
-		{"union-lower", func(tb testing.TB, lower []string) workload.FS {
-			if lower == nil {
-				return nil
-			}
-			return unionFS(tb, lower)
-		}},
-		{"store-tmpfs", storeFS("/dev/shm")},
-		{"store-disk", storeFS("")},
-		{"floor", plain(kindFloor)},
-	}
+	return out
 }
 
-// unionFS is the adapter over a union of an empty in-memory layer over a
-// pack holding names (relative, as workload.Rel makes them).
-func unionFS(tb testing.TB, names []string) workload.FS {
-	tree := workload.Tree{Names: names, Data: func(int) []byte { return workload.Payload(smallSize) }}
-	name := filepath.Join(tb.TempDir(), "lower.pack")
-	must(tb, tree.WritePack(name))
-	r, err := packreader.Open(name)
-	must(tb, err)
-	tb.Cleanup(func() { r.Close() })
-	return workload.NewAfero(aferoadapter.New(packfs.New(mem.New(), r)), "", "")
-}
-
-// storeFS makes the store with SyncNone in a new directory under base
-// ("": the default temporary directory).
-func storeFS(base string) func(testing.TB, []string) workload.FS {
-	return func(tb testing.TB, lower []string) workload.FS {
-		if lower != nil {
-			return nil
-		}
-		dir, err := os.MkdirTemp(base, "aferobench-store-")
-		if err != nil {
-			dir, err = os.MkdirTemp("", "aferobench-store-")
-		}
-		must(tb, err)
-		s, err := packfs.Open(dir, &packfs.Options{Sync: packfs.SyncNone, CheckpointBytes: -1})
-		must(tb, err)
-		tb.Cleanup(func() { s.Close(); os.RemoveAll(dir) })
-		return workload.NewAfero(aferoadapter.New(s), "", "")
-	}
-}
-
-// tableWorkload is one row: prep, untimed, readies fsys for run, timed.
-type tableWorkload struct {
-	name  string
-	units int
-	lower bool // the files exist before: union-lower can hold them
-	prep  func(fsys workload.FS, names []string) error
-	run   func(fsys workload.FS, names []string, seed uint64) error
-}
-
-func tableWorkloads() []tableWorkload {
-	data := workload.Payload(smallSize)
-	none := func(workload.FS, []string) error { return nil }
-	return []tableWorkload{
-		{"open-read-close", nSmall, true, none, func(fsys workload.FS, names []string, _ uint64) error {
-			return workload.ReadAll(fsys, names, smallSize)
-		}},
-		{"stat", nSmall, true, none, func(fsys workload.FS, names []string, _ uint64) error {
-			return workload.StatAll(fsys, names)
-		}},
-		{"create", nSmall, false, func(fsys workload.FS, names []string) error {
-			for _, n := range names {
-				if err := fsys.Remove(n); err != nil && !os.IsNotExist(err) {
-					return err
-				}
-			}
-			return nil
-		}, func(fsys workload.FS, names []string, _ uint64) error {
-			return workload.CreateAll(fsys, names, data)
-		}},
-		{"unlink", nSmall, false, func(fsys workload.FS, names []string) error {
-			return workload.CreateAll(fsys, names, data)
-		}, func(fsys workload.FS, names []string, _ uint64) error {
-			return workload.RemoveEach(fsys, names)
-		}},
-		{"rmdir", nSmall, false, func(fsys workload.FS, names []string) error {
-			return workload.MkdirEach(fsys, names)
-		}, func(fsys workload.FS, names []string, _ uint64) error {
-			return workload.RemoveEach(fsys, names)
-		}},
-		{"8-goroutines-create-read-unlink", nWorkers * perWorker, false, none, func(fsys workload.FS, names []string, _ uint64) error {
-			split := make([][]string, nWorkers)
-			for g := range split {
-				split[g] = names[g*perWorker : (g+1)*perWorker]
-			}
-			return workload.CreateReadRemove(fsys, split, data)
-		}},
-		{"8-goroutines-95pct-read", nWorkers * mostlyOps, true, none, func(fsys workload.FS, names []string, seed uint64) error {
-			return workload.ReadMostly(fsys, names, data, nWorkers, mostlyOps, writePct, seed)
-		}},
-	}
-}
-
-// BenchmarkTable reports, per workload, each backend's ns per file and
-// its time over MemMapFs's ("<backend>/memmapfs").
+// BenchmarkTable reports, per workload, each backend's ns per operation
+// and its time over MemMapFs's ("<backend>/memmapfs").
 func BenchmarkTable(b *testing.B) {
-	for _, w := range tableWorkloads() {
-		b.Run("workload="+w.name, func(b *testing.B) {
-			n := w.units
-			if w.name == "8-goroutines-95pct-read" {
-				n = nSmall
-			}
+	for _, w := range workload.TableRows(nSmall, nWorkers) {
+		b.Run("workload="+w.Name, func(b *testing.B) {
 			type col struct {
 				name  string
 				fsys  workload.FS
@@ -177,27 +62,25 @@ func BenchmarkTable(b *testing.B) {
 				took  []time.Duration // one per iteration
 			}
 			var cols []*col
-			for _, bk := range tableBackends() {
-				var fsys workload.FS
-				var lower []string
-				if w.lower {
-					lower = workload.Rel("run", "f", n)
-					if fsys = bk.new(b, lower); fsys != nil {
-						cols = append(cols, &col{name: bk.name, fsys: fsys, names: workload.Names(fsys, "run", "f", n)})
-						continue
-					}
+			var base *col
+			for _, bk := range tableColumns() {
+				dir, err := os.MkdirTemp(bk.base, "aferobench-")
+				if err != nil {
+					dir, err = os.MkdirTemp("", "aferobench-")
 				}
-				if fsys = bk.new(b, nil); fsys == nil {
+				must(b, err)
+				b.Cleanup(func() { os.RemoveAll(dir) })
+				fsys, names, err := bk.Setup(w, dir)
+				must(b, err)
+				if fsys == nil {
 					continue
 				}
-				if err := fsys.Mkdir(fsys.Path("run")); err != nil && !os.IsExist(err) {
-					b.Fatal(err)
+				b.Cleanup(func() { fsys.Close() })
+				c := &col{name: bk.name, fsys: fsys, names: names}
+				if bk.Base {
+					base = c
 				}
-				names := workload.Names(fsys, "run", "f", n)
-				if w.lower && bk.name != "floor" {
-					must(b, workload.CreateAll(fsys, names, workload.Payload(smallSize)))
-				}
-				cols = append(cols, &col{name: bk.name, fsys: fsys, names: names})
+				cols = append(cols, c)
 			}
 			var seed uint64
 			for b.Loop() {
@@ -207,10 +90,10 @@ func BenchmarkTable(b *testing.B) {
 				// runs right after the heap grew by another's files.
 				for k := range cols {
 					c := cols[(k+int(seed))%len(cols)]
-					must(b, w.prep(c.fsys, c.names))
+					must(b, w.Prep(c.fsys, c.names))
 					runtime.GC()
 					start := time.Now()
-					must(b, w.run(c.fsys, c.names, seed))
+					must(b, w.Run(c.fsys, c.names, seed))
 					c.took = append(c.took, time.Since(start))
 				}
 				b.StartTimer()
@@ -218,15 +101,9 @@ func BenchmarkTable(b *testing.B) {
 			// Medians over the iterations: of each column's time, and of
 			// its ratio to MemMapFs's in the same iteration, which a busy
 			// machine's bursts of load disturb least.
-			var base *col
-			for _, c := range cols {
-				if c.name == "memmapfs" {
-					base = c
-				}
-			}
 			var row strings.Builder
 			for _, c := range cols {
-				b.ReportMetric(float64(median(c.took))/float64(w.units), c.name+"-ns/file")
+				b.ReportMetric(float64(median(c.took))/float64(w.Ops), c.name+"-ns/op")
 				if c != base && base != nil {
 					ratios := make([]time.Duration, len(c.took))
 					for i := range ratios {
@@ -237,12 +114,10 @@ func BenchmarkTable(b *testing.B) {
 					fmt.Fprintf(&row, " %s %.2fx", c.name, r)
 				}
 			}
-			b.Logf("%s:%s", w.name, row.String())
+			b.Logf("%s:%s", w.Name, row.String())
 		})
 	}
 }
-
-var _ afero.Fs = floorFs{}
 
 // median returns the median of ds, which it sorts.
 func median(ds []time.Duration) time.Duration {

@@ -125,6 +125,9 @@ func writeLosses(w io.Writer, res *Results) {
 				continue
 			}
 			best := t.BestAlt(r)
+			if t.kind == kindMatrix {
+				best = t.Baseline(r) // the floor is a bound, not an alternative
+			}
 			ratio := t.Ratio(r, best)
 			if best == nil || !(ratio > 1.1) {
 				continue
@@ -133,7 +136,11 @@ func writeLosses(w io.Writer, res *Results) {
 			if r.Where != Memory {
 				where = " (" + t.WhereLabel(r.Where) + ")"
 			}
-			fmt.Fprintf(w, "- %s: `%s`%s at %s is %s `%s` (%s)\n", t.Title, r.Backend, where,
+			title := t.Title
+			if r.Case != "" {
+				title += ", " + r.Case
+			}
+			fmt.Fprintf(w, "- %s: `%s`%s at %s is %s `%s` (%s)\n", title, r.Backend, where,
 				commas(r.N), fmtRatio(ratio), best.Backend, costs(t, r, best))
 			any = true
 		}

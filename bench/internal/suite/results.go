@@ -27,6 +27,7 @@ type savedTable struct {
 	Notes                []string
 	NoBaseline           bool   `json:",omitempty"`
 	Base                 string `json:",omitempty"`
+	Paired               bool   `json:",omitempty"`
 	Rows                 []*Row
 }
 
@@ -39,7 +40,7 @@ func SaveResults(res *Results, name string) error {
 	}
 	for _, t := range res.Tables {
 		s.Tables = append(s.Tables, savedTable{Cat: t.Cat.Name, ID: t.ID, Title: t.Title, Unit: t.Unit,
-			Kind: t.kind, Notes: t.Notes, NoBaseline: t.NoBaseline, Base: t.Base, Rows: t.Rows})
+			Kind: t.kind, Notes: t.Notes, NoBaseline: t.NoBaseline, Base: t.Base, Paired: t.Paired, Rows: t.Rows})
 	}
 	b, err := json.MarshalIndent(s, "", "\t")
 	if err != nil {
@@ -78,7 +79,7 @@ func LoadResults(name string) (*Results, error) {
 			return nil, fmt.Errorf("%s: unknown category %q", name, st.Cat)
 		}
 		res.Tables = append(res.Tables, &Table{Cat: c, ID: st.ID, Title: st.Title, Unit: st.Unit, kind: st.Kind,
-			Notes: st.Notes, NoBaseline: st.NoBaseline, Base: st.Base, Rows: st.Rows, places: s.Config.Places})
+			Notes: st.Notes, NoBaseline: st.NoBaseline, Base: st.Base, Paired: st.Paired, Rows: st.Rows, places: s.Config.Places})
 	}
 	return res, nil
 }

@@ -10,7 +10,10 @@
 // that holds the sizes to use and records timings: Ctx.Table names a
 // table, and Table.Time times one run of one backend. Run repeats each
 // timed section Ctx.Runs times; the report shows the median, the spread
-// and the ratios. Adding a category is adding a file.
+// and the ratios. Ctx.MatrixTable sets workloads against backends in one
+// table (the afero category's); a table with Paired set divides times
+// taken in the same run before it takes the median, for backends timed
+// side by side. Adding a category is adding a file.
 package suite
 
 import (
@@ -125,6 +128,13 @@ func (c *Ctx) Table(id, title, unit string) *Table {
 // operation at every size side by side, and which the plot draws.
 func (c *Ctx) ScalingTable(id, title, unit string) *Table {
 	return c.res.table(c.cat, id, title, unit, kindScaling)
+}
+
+// MatrixTable returns a table with one line per workload (Spec.Case) and
+// one column per backend and place, each cell a cost per operation and
+// its ratio to the Base backend's in the same workload.
+func (c *Ctx) MatrixTable(id, title, unit string) *Table {
+	return c.res.table(c.cat, id, title, unit, kindMatrix)
 }
 
 // ValueTable returns a table of one measured value per row (not a time),

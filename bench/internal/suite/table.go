@@ -16,6 +16,7 @@ const (
 	kindTime    tableKind = iota // one row per backend, place and size
 	kindScaling                  // cost per operation by size, pivoted
 	kindValue                    // one value per row, not a time
+	kindMatrix                   // workloads down, backends across
 )
 
 // Where a row's backend keeps its data, when it is not a host place:
@@ -40,6 +41,11 @@ type Table struct {
 	NoBaseline bool
 	// Base names the baseline backend when it is not "os".
 	Base string
+	// Paired makes a ratio the median over runs of the two rows' ratio in
+	// the same run (their k-th samples), which bursts of load on a shared
+	// machine disturb less than a ratio of medians. It needs rows timed
+	// side by side, once each per run.
+	Paired bool
 }
 
 // Spec names a row and says how much work each of its runs does.
@@ -58,6 +64,8 @@ type Spec struct {
 	// Bytes is the number of bytes moved in one run, for MB/s; 0 when
 	// throughput in bytes means nothing.
 	Bytes int64
+	// Case names the workload of a row in a matrix table.
+	Case string `json:",omitempty"`
 }
 
 // Row is one line of a table: a spec and its samples.
@@ -70,7 +78,7 @@ type Row struct {
 
 func (t *Table) row(s Spec) *Row {
 	for _, r := range t.Rows {
-		if r.Backend == s.Backend && r.Where == s.Where && r.N == s.N {
+		if r.Backend == s.Backend && r.Where == s.Where && r.N == s.N && r.Case == s.Case {
 			return r
 		}
 	}
@@ -179,7 +187,10 @@ func (t *Table) Baseline(r *Row) *Row {
 	base := t.base()
 	var any *Row
 	for _, o := range t.Rows {
-		if o.Backend != base || o.Where != where {
+		if o.Backend == base && o.Case == r.Case && t.kind == kindMatrix {
+			return o // a matrix compares each place with the one base
+		}
+		if o.Backend != base || (o.Where != where && o.Where != r.Where) || o.Case != r.Case {
 			continue
 		}
 		if o.N == r.N {
@@ -205,7 +216,7 @@ func (t *Table) base() string {
 func (t *Table) BestAlt(r *Row) *Row {
 	var best *Row
 	for _, o := range t.Rows {
-		if o.Ours || o.N != r.N || (r.Where != Memory && o.Where != r.Where) {
+		if o.Ours || o.N != r.N || o.Case != r.Case || (r.Where != Memory && o.Where != r.Where) {
 			continue
 		}
 		if t.metric(o) <= 0 {
@@ -218,10 +229,26 @@ func (t *Table) BestAlt(r *Row) *Row {
 	return best
 }
 
-// Ratio returns metric(r) / metric(o), or NaN.
+// Ratio returns metric(r) / metric(o), or NaN. In a Paired table of
+// times it is the median over runs of the ratio of cost per operation in
+// the same run.
 func (t *Table) Ratio(r, o *Row) float64 {
 	if r == nil || o == nil || t.metric(o) == 0 {
 		return math.NaN()
+	}
+	if t.Paired && t.kind != kindValue && len(r.Samples) == len(o.Samples) && r.Ops > 0 && o.Ops > 0 {
+		ratios := make([]float64, len(r.Samples))
+		for i := range ratios {
+			if o.Samples[i] <= 0 {
+				return math.NaN()
+			}
+			ratios[i] = float64(r.Samples[i]) / float64(r.Ops) / (float64(o.Samples[i]) / float64(o.Ops))
+		}
+		slices.Sort(ratios)
+		if n := len(ratios); n%2 == 0 {
+			return (ratios[n/2-1] + ratios[n/2]) / 2
+		}
+		return ratios[len(ratios)/2]
 	}
 	return t.metric(r) / t.metric(o)
 }
@@ -246,6 +273,8 @@ func (t *Table) WriteMarkdown(w io.Writer) {
 		t.writeScaling(w)
 	case kindValue:
 		t.writeValue(w)
+	case kindMatrix:
+		t.writeMatrix(w)
 	default:
 		t.writeTime(w)
 	}
@@ -287,6 +316,56 @@ func (t *Table) writeTime(w io.Writer) {
 			cells = append(cells, fmtRatio(t.Ratio(r, t.BestAlt(r))))
 		}
 		cells = append(cells, fmt.Sprintf("%.0f%%", 100*r.Spread()), fmt.Sprint(len(r.Samples)))
+		writeRow(w, cells)
+	}
+	fmt.Fprintln(w)
+}
+
+// writeMatrix writes one line per workload (Case) and one column per
+// backend and place: the median cost per operation and, but for the base
+// column, the ratio to the base's cost in the same workload.
+func (t *Table) writeMatrix(w io.Writer) {
+	fmt.Fprintf(w, "**%s**\n\n", t.Title)
+	var cases, cols []string
+	label := func(r *Row) string {
+		if r.Where == Memory {
+			return backendLabel(r)
+		}
+		return backendLabel(r) + " on " + t.WhereLabel(r.Where)
+	}
+	cell := map[[2]string]*Row{}
+	runs := 0
+	for _, r := range t.Rows {
+		if !slices.Contains(cases, r.Case) {
+			cases = append(cases, r.Case)
+		}
+		if l := label(r); !slices.Contains(cols, l) {
+			cols = append(cols, l)
+		}
+		cell[[2]string{r.Case, label(r)}] = r
+		runs = max(runs, len(r.Samples))
+	}
+	hdr := append([]string{"workload (per " + t.Unit + ", ×" + t.base() + ")"}, cols...)
+	hdr = append(hdr, "spread", "runs")
+	writeRow(w, hdr)
+	writeSep(w, len(hdr))
+	for _, c := range cases {
+		cells := []string{c}
+		spread := 0.0
+		for _, l := range cols {
+			r := cell[[2]string{c, l}]
+			switch {
+			case r == nil:
+				cells = append(cells, "")
+				continue
+			case r.Backend == t.base():
+				cells = append(cells, fmtNs(r.PerOp()))
+			default:
+				cells = append(cells, strings.TrimSpace(fmtNs(r.PerOp())+" "+fmtRatio(t.Ratio(r, t.Baseline(r)))))
+			}
+			spread = max(spread, r.Spread())
+		}
+		cells = append(cells, fmt.Sprintf("%.0f%%", 100*spread), fmt.Sprint(runs))
 		writeRow(w, cells)
 	}
 	fmt.Fprintln(w)
