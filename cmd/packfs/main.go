@@ -34,8 +34,8 @@
 // mount serves its SOURCE at MOUNTPOINT through FUSE, in the foreground,
 // until it is unmounted (fusermount3 -u MOUNTPOINT) or signalled (SIGINT,
 // SIGTERM). SOURCE is a pack, packs stacked top first (a.pack:b.pack,
-// where an element may also be a host directory), a host directory
-// (read-only), or a store directory (read-write and durable: a program's
+// where an element may also be a host directory), a pack in a bucket
+// (an s3:// URL, alone), a host directory (read-only), or a store directory (read-write and durable: a program's
 // fsync is a commit). --upper DIR puts a store, created if DIR is missing
 // or empty, over a read-only SOURCE; since a store records no whiteouts
 // yet, removing or renaming a name that lives below it fails with

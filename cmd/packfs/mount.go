@@ -15,6 +15,7 @@ import (
 	"github.com/packfs/packfs/dirfs"
 	"github.com/packfs/packfs/fusefs"
 	"github.com/packfs/packfs/packreader"
+	"github.com/packfs/packfs/remote"
 )
 
 const mountHelp = "Mount a pack, an a.pack:b.pack stack, a host directory or a store directory through FUSE, in the foreground until unmounted or SIGINT/SIGTERM; --upper DIR writes to a store over the rest."
@@ -82,7 +83,17 @@ func openMounted(source string) (*mounted, error) {
 	}
 	var lowers []fs.FS
 	immutable := true
-	for _, elem := range strings.Split(source, ":") {
+	for _, elem := range stackElems(source) {
+		if remote.IsURL(elem) {
+			r, err := openPack(elem)
+			if err != nil {
+				m.close()
+				return nil, err
+			}
+			m.closes = append(m.closes, r.Close)
+			lowers = append(lowers, r)
+			continue
+		}
 		fi, err := os.Stat(elem)
 		if err != nil {
 			m.close()
@@ -210,4 +221,14 @@ func cmdMount(_ *flag.FlagSet, args []string, _, stderr io.Writer) (err error) {
 		}
 	}
 	return nil
+}
+
+// stackElems splits SOURCE at its colons into the stack's elements, top
+// first. A bucket URL holds colons of its own (the scheme's, an
+// endpoint's), so it is one element and must be the whole SOURCE.
+func stackElems(source string) []string {
+	if remote.IsURL(source) {
+		return []string{source}
+	}
+	return strings.Split(source, ":")
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -71,5 +73,35 @@ func TestIssue18CLI(t *testing.T) {
 		if code := run(args, &o, &e); code == 0 || e.Len() == 0 {
 			t.Errorf("packfs %s: exit %d, stderr %q", strings.Join(args, " "), code, e.String())
 		}
+	}
+}
+
+// TestIssue18Mount: a pack in a bucket mounts through FUSE, read lazily
+// by the mount process.
+func TestIssue18Mount(t *testing.T) {
+	srv, err := remotetest.NewServer("bk2")
+	must(t, err)
+	t.Cleanup(srv.Close)
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_REGION", "us-east-1")
+	src := filepath.Join(t.TempDir(), "src")
+	must(t, os.MkdirAll(filepath.Join(src, "sub"), 0o755))
+	must(t, os.WriteFile(filepath.Join(src, "sub", "b.txt"), bytes.Repeat([]byte("beta "), 50000), 0o644))
+	url := "s3://bk2/m.pack?endpoint=" + srv.URL
+	runOK(t, "pack", src, url)
+
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	cmd, log := startMount(t, mnt, url, mnt)
+	got, err := os.ReadFile(filepath.Join(mnt, "sub", "b.txt"))
+	if err != nil || !bytes.Equal(got, bytes.Repeat([]byte("beta "), 50000)) {
+		t.Errorf("read through the mount of %s: %d bytes, %v", url, len(got), err)
+	}
+	if err := os.WriteFile(filepath.Join(mnt, "new"), nil, 0o644); !errors.Is(err, syscall.EROFS) {
+		t.Errorf("write to a mounted bucket pack: %v, want EROFS", err)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
 	}
 }
