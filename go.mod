@@ -4,6 +4,8 @@ go 1.26.0
 
 require github.com/google/go-cmp v0.7.0
 
+require github.com/klauspost/compress v1.19.2 // indirect
+
 require (
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect

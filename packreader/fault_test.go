@@ -43,10 +43,10 @@ func faultTree() fstest.MapFS {
 
 // writeFaultPack writes faultTree's pack into a temporary directory and
 // returns its name and bytes.
-func writeFaultPack(t *testing.T) (string, []byte) {
+func writeFaultPack(t *testing.T, opts ...packwriter.Option) (string, []byte) {
 	t.Helper()
 	name := filepath.Join(t.TempDir(), "p.pack")
-	must(t, packwriter.WriteFile(name, faultTree()))
+	must(t, packwriter.WriteFile(name, faultTree(), opts...))
 	data, err := os.ReadFile(name)
 	must(t, err)
 	return name, data
@@ -295,8 +295,11 @@ func TestIssue14TruncatedWhileReading(t *testing.T) {
 // http.FileServerFS and through http.ServeContent of a file opened before
 // the pack was truncated: the requests fail (an error status or a short
 // body, never wrong bytes), no handler panics, and the process survives.
+// It runs on format 2, whose records hold where a content lies: a format-3
+// pack's frame table lies after its contents, so a cut through a content
+// takes the table too, and every read after the first frame fails.
 func TestIssue14FileServerTruncated(t *testing.T) {
-	name, data := writeFaultPack(t)
+	name, data := writeFaultPack(t, v2)
 	r, err := packreader.Open(name)
 	must(t, err)
 	defer r.Close()

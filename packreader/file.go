@@ -35,13 +35,21 @@ type file struct {
 	verified bool
 }
 
-func (f *file) Stat() (fs.FileInfo, error) {
+func (f *file) Stat() (_ fs.FileInfo, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
 		return nil, pathErr("stat", f.name, os.ErrClosed)
 	}
-	return f.r.info(baseName(f.name), f.rc), nil
+	if f.r.version == packformat.Version3 {
+		// Owner and inode come from the attribute table, in the mapping.
+		var g guard
+		if g, err = f.r.rlock("stat", f.name); err != nil {
+			return nil, err
+		}
+		defer f.r.runlock("stat", f.name, g, &err)
+	}
+	return f.r.info(baseName(f.name), f.i, f.rc), nil
 }
 
 func (f *file) Read(p []byte) (int, error) {
@@ -91,13 +99,19 @@ func (f *file) readAt(op string, p []byte, off int64) (_ int, err error) {
 		return 0, err
 	}
 	defer f.r.runlock(op, f.name, g, &err)
+	n := int(min(int64(len(p)), size-off))
+	if f.r.version == packformat.Version3 {
+		if err := f.r.readContent(p[:n], f.rc, uint64(off)); err != nil {
+			return 0, pathErr(op, f.name, err)
+		}
+		return n, nil
+	}
 	if !f.verified {
 		if err := f.r.checkContent(f.i, f.rc); err != nil {
 			return 0, pathErr(op, f.name, err)
 		}
 		f.verified = true
 	}
-	n := int(min(int64(len(p)), size-off))
 	if err := f.r.readData(p[:n], f.rc.Off+uint64(off)); err != nil {
 		return 0, pathErr(op, f.name, err)
 	}

@@ -3,6 +3,7 @@ package packreader
 import (
 	"errors"
 	"io/fs"
+	"math"
 	"syscall"
 
 	"github.com/packfs/packfs/internal/packformat"
@@ -50,11 +51,11 @@ func (r *Reader) stat(op, name string, follow bool) (_ fs.FileInfo, err error) {
 		return nil, err
 	}
 	defer r.runlock(op, name, g, &err)
-	_, rc, err := r.walk(name, follow)
+	i, rc, err := r.walk(name, follow)
 	if err != nil {
 		return nil, pathErr(op, name, err)
 	}
-	return r.info(baseName(name), rc), nil
+	return r.info(baseName(name), i, rc), nil
 }
 
 // ReadDir returns the entries of the named directory, sorted by name.
@@ -93,6 +94,9 @@ func (r *Reader) ReadFile(name string) (_ []byte, err error) {
 	if empty {
 		return []byte{}, nil
 	}
+	if r.version == packformat.Version3 {
+		return r.readFile3(name, rc)
+	}
 	// Check the content before allocating its copy, so that a bad one
 	// costs none: a crafted pack can give many entries bad contents, each
 	// as large as the data region. Through an io.ReaderAt this reads a
@@ -102,6 +106,29 @@ func (r *Reader) ReadFile(name string) (_ []byte, err error) {
 	}
 	b := make([]byte, rc.Size)
 	if err := r.readData(b, rc.Off); err != nil {
+		return nil, pathErr("read", name, err)
+	}
+	return b, nil
+}
+
+// readFile3 returns a copy of rc's content (version 3). The caller holds
+// r.mu.
+func (r *Reader) readFile3(name string, rc packformat.Record) ([]byte, error) {
+	if rc.Size == 0 {
+		return []byte{}, nil
+	}
+	// A content's size is bounded by the stream's, which holes make
+	// independent of the pack's size: refuse what no slice can hold.
+	if uint64(int(rc.Size)) != rc.Size || rc.Size > math.MaxInt64/2 {
+		return nil, pathErr("read", name, syscall.EFBIG)
+	}
+	// The first frame is checked before the copy is allocated, so that a
+	// bad content costs nothing; later ones as the copy goes.
+	if _, err := r.findFrame(rc, rc.Off); err != nil {
+		return nil, pathErr("read", name, err)
+	}
+	b := make([]byte, rc.Size)
+	if err := r.readContent(b, rc, 0); err != nil {
 		return nil, pathErr("read", name, err)
 	}
 	return b, nil
@@ -141,6 +168,16 @@ func (r *Reader) Bytes(name string) (_ []byte, err error) {
 	}
 	if empty {
 		return []byte{}, nil
+	}
+	if r.version == packformat.Version3 {
+		b, ok, err := r.contiguous(rc)
+		if err != nil {
+			return nil, pathErr("read", name, err)
+		}
+		if ok {
+			return b, nil
+		}
+		return r.readFile3(name, rc)
 	}
 	if err := r.checkContent(i, rc); err != nil {
 		return nil, pathErr("read", name, err)
