@@ -17,8 +17,10 @@ type fileInfo struct {
 	size  int64
 	mode  fs.FileMode
 	mtime int64
-	sys   Sys
-	isSys bool // version 3: sys holds the entry's owner and inode
+	// Version 3: the Reader and record whose attributes Sys decodes,
+	// when asked: most callers of Stat never ask.
+	r *Reader
+	i uint32
 }
 
 // Sys is what FileInfo.Sys returns for an entry of a version-3 pack
@@ -43,12 +45,25 @@ func (s *Sys) Inode() (ino uint64, nlink uint32) { return s.Ino, s.Nlink }
 func (r *Reader) info(name string, i uint64, rc packformat.Record) *fileInfo {
 	fi := &fileInfo{name: name, size: sizeOf(rc), mode: modeOf(rc), mtime: rc.Mtime}
 	if r.version == packformat.Version3 {
-		if a, err := r.attr(i); err == nil {
-			fi.sys = Sys{Uid: a.Uid, Gid: a.Gid, Ino: uint64(a.Ino), Nlink: a.Nlink}
-			fi.isSys = true
-		}
+		fi.r, fi.i = r, uint32(i)
 	}
 	return fi
+}
+
+// sys decodes the attributes of record i: nil once the Reader is closed
+// or when the attribute block is damaged (FileInfo.Sys has no error to
+// return; Verify reports the damage).
+func (r *Reader) sys(i uint64) (_ *Sys, err error) {
+	g, err := r.rlock("stat", ".")
+	if err != nil {
+		return nil, err
+	}
+	defer r.runlock("stat", ".", g, &err)
+	a, err := r.attr(i)
+	if err != nil {
+		return nil, err
+	}
+	return &Sys{Uid: a.Uid, Gid: a.Gid, Ino: uint64(a.Ino), Nlink: a.Nlink}, nil
 }
 
 // attr returns record i's entry in the attribute table, after checking
@@ -100,9 +115,15 @@ func (fi *fileInfo) ModTime() time.Time {
 	return time.Unix(0, fi.mtime)
 }
 func (fi *fileInfo) IsDir() bool { return fi.mode.IsDir() }
+
+// Sys returns a *Sys for an entry of a format-3 pack (decoded at each
+// call), nil otherwise.
 func (fi *fileInfo) Sys() any {
-	if fi.isSys {
-		return &fi.sys
+	if fi.r == nil {
+		return nil
+	}
+	if s, err := fi.r.sys(uint64(fi.i)); err == nil {
+		return s
 	}
 	return nil
 }

@@ -33,21 +33,14 @@ type file struct {
 	pos      int64  // read offset
 	dirPos   uint64 // next ReadDir position
 	verified bool
+	at       frameAt // format 3: the frame read last
 }
 
-func (f *file) Stat() (_ fs.FileInfo, err error) {
+func (f *file) Stat() (fs.FileInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
 		return nil, pathErr("stat", f.name, os.ErrClosed)
-	}
-	if f.r.version == packformat.Version3 {
-		// Owner and inode come from the attribute table, in the mapping.
-		var g guard
-		if g, err = f.r.rlock("stat", f.name); err != nil {
-			return nil, err
-		}
-		defer f.r.runlock("stat", f.name, g, &err)
 	}
 	return f.r.info(baseName(f.name), f.i, f.rc), nil
 }
@@ -101,7 +94,7 @@ func (f *file) readAt(op string, p []byte, off int64) (_ int, err error) {
 	defer f.r.runlock(op, f.name, g, &err)
 	n := int(min(int64(len(p)), size-off))
 	if f.r.version == packformat.Version3 {
-		if err := f.r.readContent(p[:n], f.rc, uint64(off)); err != nil {
+		if err := f.r.readContentAt(p[:n], f.rc, uint64(off), &f.at); err != nil {
 			return 0, pathErr(op, f.name, err)
 		}
 		return n, nil

@@ -140,9 +140,21 @@ func (r *Reader) framePos(i uint64) (uint64, error) {
 	return packformat.DecodeFrame(r.frames[i*packformat.FrameEntrySize:]).Pos, nil
 }
 
+// frameAt is a decoded frame entry: what a file remembers of the frame
+// it read last, so that reads in the same frame decode nothing.
+type frameAt struct {
+	i     uint64
+	f     packformat.Frame
+	raw   uint64
+	valid bool
+}
+
+func (a *frameAt) holds(pos uint64) bool { return a.valid && pos >= a.f.Pos && pos-a.f.Pos < a.raw }
+
 // findFrame returns the frame holding stream position pos of the content
 // of rc, whose first byte is in frame rc.CRC: that frame if pos is in it,
-// else by binary search over the frames after it.
+// the frame a content cut in frames of FrameSize would have it in, else
+// the one a binary search over the frames after the first finds.
 func (r *Reader) findFrame(rc packformat.Record, pos uint64) (uint64, error) {
 	first := uint64(rc.CRC)
 	f, raw, err := r.frame(first)
@@ -154,6 +166,13 @@ func (r *Reader) findFrame(rc packformat.Record, pos uint64) (uint64, error) {
 	}
 	if pos-f.Pos < raw {
 		return first, nil
+	}
+	if k := first + (pos-f.Pos)/packformat.FrameSize; k+1 < r.footer.FrameCount {
+		if p, err := r.framePos(k); err == nil && p <= pos {
+			if q, err := r.framePos(k + 1); err == nil && pos < q {
+				return k, nil
+			}
+		}
 	}
 	// The last frame whose position is <= pos; frame gives it its check.
 	lo, hi := first+1, r.footer.FrameCount-1
@@ -175,19 +194,35 @@ func (r *Reader) findFrame(rc packformat.Record, pos uint64) (uint64, error) {
 // readContent fills p with the bytes of rc's content from offset off,
 // which the caller has bounded by rc.Size. The caller holds r.mu.
 func (r *Reader) readContent(p []byte, rc packformat.Record, off uint64) error {
+	return r.readContentAt(p, rc, off, nil)
+}
+
+// readContentAt is readContent starting from at, the frame a read of the
+// same content used last (a file's), which it updates; at may be nil.
+func (r *Reader) readContentAt(p []byte, rc packformat.Record, off uint64, at *frameAt) error {
 	if len(p) == 0 {
 		return nil
 	}
 	pos := rc.Off + off
-	i, err := r.findFrame(rc, pos)
-	if err != nil {
-		return err
-	}
-	for len(p) > 0 {
-		f, raw, err := r.frame(i)
+	var cur frameAt
+	if at != nil && at.holds(pos) {
+		cur = *at
+	} else {
+		i, err := r.findFrame(rc, pos)
 		if err != nil {
 			return err
 		}
+		cur.i = i
+	}
+	for len(p) > 0 {
+		if !cur.valid {
+			f, raw, err := r.frame(cur.i)
+			if err != nil {
+				return err
+			}
+			cur.f, cur.raw, cur.valid = f, raw, true
+		}
+		i, f, raw := cur.i, cur.f, cur.raw
 		if pos < f.Pos || pos-f.Pos >= raw {
 			return corrupt("frame %d does not hold stream byte %d", i, pos)
 		}
@@ -221,7 +256,10 @@ func (r *Reader) readContent(p []byte, rc packformat.Record, off uint64) error {
 		}
 		p = p[n:]
 		pos += n
-		i++
+		if at != nil {
+			*at = cur
+		}
+		cur = frameAt{i: i + 1}
 	}
 	return nil
 }

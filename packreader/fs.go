@@ -122,6 +122,16 @@ func (r *Reader) readFile3(name string, rc packformat.Record) ([]byte, error) {
 	if uint64(int(rc.Size)) != rc.Size || rc.Size > math.MaxInt64/2 {
 		return nil, pathErr("read", name, syscall.EFBIG)
 	}
+	if r.mapped != nil {
+		// An uncompressed content in the mapping: checked, then copied.
+		b, ok, err := r.contiguous(rc)
+		if err != nil {
+			return nil, pathErr("read", name, err)
+		}
+		if ok {
+			return append(make([]byte, 0, len(b)), b...), nil
+		}
+	}
 	// The first frame is checked before the copy is allocated, so that a
 	// bad content costs nothing; later ones as the copy goes.
 	if _, err := r.findFrame(rc, rc.Off); err != nil {
