@@ -51,7 +51,7 @@ func goldenOpts(name string) []packwriter.Option {
 
 func goldenTrees() map[string]fstest.MapFS {
 	trees := goldenTrees2()
-	big := bytes.Repeat([]byte("a frame of text that compresses\n"), 5000)
+	big := bytes.Repeat([]byte("a frame of text that compresses\n"), 2100)
 	for _, name := range []string{"empty", "small"} {
 		trees[name+"3"] = trees[name]
 		trees[name+"3z"] = trees[name]
@@ -62,7 +62,7 @@ func goldenTrees() map[string]fstest.MapFS {
 		trees[name] = fstest.MapFS{
 			"big":   {Data: big, Mode: 0o644, ModTime: t0},
 			"zeros": {Data: make([]byte, 3<<16+5), Mode: 0o644, ModTime: t0},
-			"tail":  {Data: append(bytes.Clone(big[:70000]), 1), Mode: 0o644, ModTime: t0},
+			"tail":  {Data: append(bytes.Clone(big[:66000]), 1), Mode: 0o644, ModTime: t0},
 		}
 	}
 	return trees

@@ -167,7 +167,11 @@ func (r *Reader) findFrame(rc packformat.Record, pos uint64) (uint64, error) {
 	if pos-f.Pos < raw {
 		return first, nil
 	}
-	if k := first + (pos-f.Pos)/packformat.FrameSize; k+1 < r.footer.FrameCount {
+	size := uint64(packformat.FrameSize)
+	if r.zstd {
+		size = packformat.ZstdFrameSize
+	}
+	if k := first + (pos-f.Pos)/size; k+1 < r.footer.FrameCount {
 		if p, err := r.framePos(k); err == nil && p <= pos {
 			if q, err := r.framePos(k + 1); err == nil && pos < q {
 				return k, nil

@@ -83,7 +83,7 @@ func TestIssue16FirstByte(t *testing.T) {
 		if _, err := f.Read(one[:]); err != nil || one[0] != big[0] {
 			t.Fatalf("first byte: %v, %q", err, one[0])
 		}
-		if read := ca.n - opened; read > packformat.FrameSize+4096 {
+		if read := ca.n - opened; read > packformat.ZstdFrameSize+4096 {
 			t.Errorf("compressed=%v: the first byte read %d bytes of the pack", r.Compressed(), read)
 		}
 		// Every offset reads right, across frame boundaries.
@@ -160,8 +160,12 @@ func TestIssue16RandomReads(t *testing.T) {
 // TestIssue16DamagedFrame: a damaged frame fails the reads that touch it
 // and no others, and Verify.
 func TestIssue16DamagedFrame(t *testing.T) {
-	big := textish(2, 10*packformat.FrameSize)
 	for _, level := range []int{0, 3} {
+		frame := int64(packformat.FrameSize)
+		if level > 0 {
+			frame = packformat.ZstdFrameSize
+		}
+		big := textish(2, 10*int(frame))
 		var buf bytes.Buffer
 		must(t, packwriter.Write(&buf, fstest.MapFS{"big": {Data: big}}, packwriter.WithCompression(level)))
 		data := buf.Bytes()
@@ -176,10 +180,10 @@ func TestIssue16DamagedFrame(t *testing.T) {
 		must(t, err)
 		ra := f.(io.ReaderAt)
 		p := make([]byte, 100)
-		if _, err := ra.ReadAt(p, 3*packformat.FrameSize+5); err != nil || !bytes.Equal(p, big[3*packformat.FrameSize+5:][:100]) {
+		if _, err := ra.ReadAt(p, 3*frame+5); err != nil || !bytes.Equal(p, big[3*frame+5:][:100]) {
 			t.Errorf("level %d: read of a sound frame: %v", level, err)
 		}
-		if _, err := ra.ReadAt(p, 4*packformat.FrameSize+5); !errors.Is(err, packreader.ErrCorrupt) {
+		if _, err := ra.ReadAt(p, 4*frame+5); !errors.Is(err, packreader.ErrCorrupt) {
 			t.Errorf("level %d: read of the damaged frame: %v, want ErrCorrupt", level, err)
 		}
 		if _, err := r.ReadFile("big"); !errors.Is(err, packreader.ErrCorrupt) {

@@ -16,12 +16,13 @@
 // # Compression, holes, owners and hard links
 //
 // Packs are written in format 3 unless [WithFormat] asks for 2. Format 3
-// cuts contents into frames of 64 KiB, each checked by its own CRC-32C.
+// cuts contents into frames of 64 KiB (128 KiB when compressed), each
+// checked by its own CRC-32C.
 // [WithCompression] compresses them with zstd (github.com/klauspost/compress)
 // on as many goroutines as GOMAXPROCS: small files share frames and
 // compress together (squashfs's fragments), a frame that does not shrink
 // is stored raw, and the output is still the same for the same tree.
-// Runs of 64 KiB of zeros, and the holes a host file reports through
+// Runs of a frame's worth of zeros, and the holes a host file reports through
 // SEEK_DATA and SEEK_HOLE (never read), are stored as holes. Owners
 // (uid, gid) come from the source's FileInfo.Sys (a *syscall.Stat_t, or
 // a packreader.Sys when repacking); regular files that are one inode in

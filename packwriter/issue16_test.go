@@ -98,3 +98,22 @@ func TestIssue16Links(t *testing.T) {
 		t.Errorf("repacked: a %+v, d/b %+v", a2, b2)
 	}
 }
+
+// TestIssue16HoleAfterHole: a content that starts with zeros right after
+// one that ended with zeros gets a hole of its own, so that its first
+// frame holds its first byte.
+func TestIssue16HoleAfterHole(t *testing.T) {
+	a := make([]byte, 3<<16)
+	a[0] = 1
+	b := make([]byte, 3<<16)
+	b[len(b)-1] = 2
+	for _, opts := range [][]packwriter.Option{nil, {packwriter.WithCompression(3)}} {
+		r, _ := open(t, fstest.MapFS{"a": {Data: a}, "b": {Data: b}}, opts...)
+		for name, want := range map[string][]byte{"a": a, "b": b} {
+			got, err := r.ReadFile(name)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+	}
+}

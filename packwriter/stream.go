@@ -13,7 +13,7 @@ import (
 // (see packformat.Frame). The stream is built here, on the goroutine
 // running Write: add appends a content, hole appends zeros that take no
 // storage. Compressed packs group small contents into shared frames of up
-// to packformat.FrameSize raw bytes, as squashfs fragments do, and hand
+// to packformat.ZstdFrameSize raw bytes, as squashfs fragments do, and hand
 // each frame to a pool of compressing goroutines, one per core; frames
 // are written in the order they were cut, so the output does not depend
 // on timing. Uncompressed packs give each small content its own frame, so
@@ -42,13 +42,14 @@ type stream struct {
 	pending []*frameJob // submitted, not written, oldest first
 	free    [][]byte
 	workers int
-	encs    sync.Pool
+	frame   int // raw size of a frame: FrameSize, ZstdFrameSize when compressed
 	wg      sync.WaitGroup
 }
 
 func newStream(w *writer, level int) *stream {
-	s := &stream{w: w}
+	s := &stream{w: w, frame: packformat.FrameSize}
 	if level > 0 {
+		s.frame = packformat.ZstdFrameSize
 		s.zstd = true
 		s.level = zstd.EncoderLevelFromZstd(level)
 		s.workers = runtime.GOMAXPROCS(0)
@@ -63,6 +64,13 @@ func (s *stream) add(data []byte) (pos uint64, frame uint32, err error) {
 	if len(data) == 0 {
 		return 0, 0, nil
 	}
+	if len(data) >= s.frame {
+		// Large enough to hold a run of zeros worth a hole.
+		if pos, frame, err = s.begin(uint64(len(data))); err != nil {
+			return 0, 0, err
+		}
+		return pos, frame, s.data(data)
+	}
 	if !s.zstd {
 		pos, frame = s.pos, uint32(len(s.frames))
 		for len(data) > 0 {
@@ -76,7 +84,7 @@ func (s *stream) add(data []byte) (pos uint64, frame uint32, err error) {
 	}
 	// A content that does not fit in the open frame starts a new one:
 	// small contents never straddle two frames.
-	if len(s.cur) > 0 && len(s.cur)+len(data) > packformat.FrameSize {
+	if len(s.cur) > 0 && len(s.cur)+len(data) > s.frame {
 		if err := s.cut(); err != nil {
 			return 0, 0, err
 		}
@@ -94,11 +102,11 @@ func (s *stream) appendData(data []byte) error {
 		if s.cur == nil {
 			s.cur = s.buffer()
 		}
-		n := min(len(data), packformat.FrameSize-len(s.cur))
+		n := min(len(data), s.frame-len(s.cur))
 		s.cur = append(s.cur, data[:n]...)
 		s.pos += uint64(n)
 		data = data[n:]
-		if len(s.cur) == packformat.FrameSize {
+		if len(s.cur) == s.frame {
 			if err := s.cut(); err != nil {
 				return err
 			}
@@ -113,17 +121,21 @@ func (s *stream) buffer() []byte {
 		s.free = s.free[:n-1]
 		return b[:0]
 	}
-	return make([]byte, 0, packformat.FrameSize)
+	return make([]byte, 0, s.frame)
 }
 
 // begin starts a content of size bytes that comes in pieces (data and
 // hole), at a frame boundary unless it fits in the open frame whole.
 func (s *stream) begin(size uint64) (pos uint64, frame uint32, err error) {
-	if len(s.cur) > 0 && uint64(len(s.cur))+size > packformat.FrameSize {
+	if len(s.cur) > 0 && uint64(len(s.cur))+size > uint64(s.frame) {
 		if err := s.cut(); err != nil {
 			return 0, 0, err
 		}
 	}
+	// A hole at the content's start is a frame of its own, not the end
+	// of the content before it: the frame returned must hold its first
+	// byte.
+	s.inHole = false
 	return s.pos, uint32(len(s.frames)), nil
 }
 
@@ -143,12 +155,12 @@ func (s *stream) data(p []byte) error {
 		return nil
 	}
 	for len(p) > 0 {
-		if len(s.cur) == 0 && len(p) >= packformat.FrameSize && allZero(p[:packformat.FrameSize]) {
-			s.hole(packformat.FrameSize)
-			p = p[packformat.FrameSize:]
+		if len(s.cur) == 0 && len(p) >= s.frame && allZero(p[:s.frame]) {
+			s.hole(uint64(s.frame))
+			p = p[s.frame:]
 			continue
 		}
-		n := min(len(p), packformat.FrameSize-len(s.cur))
+		n := min(len(p), s.frame-len(s.cur))
 		if err := s.appendData(p[:n]); err != nil {
 			return err
 		}

@@ -42,7 +42,7 @@ type config struct {
 
 // WithCompression makes Write compress the pack's contents with zstd at
 // level (1 to 22, as the zstd command counts; 3 is zstd's default): contents are
-// cut into frames of 64 KiB, small files grouped into shared frames, and
+// cut into frames of 128 KiB, small files grouped into shared frames, and
 // each frame is compressed on its own, on as many goroutines as
 // GOMAXPROCS, and stored raw when that does not make it smaller. Level 0
 // stores everything raw, as without the option. The level is mapped to
