@@ -4,7 +4,7 @@ go 1.26.0
 
 require github.com/google/go-cmp v0.7.0
 
-require github.com/klauspost/compress v1.19.2 // indirect
+require github.com/klauspost/compress v1.19.2
 
 require (
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
