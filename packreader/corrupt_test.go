@@ -200,9 +200,10 @@ func exerciseReads(t *testing.T, data []byte, open func() (*packreader.Reader, e
 	// Verify reads every content, holes included: a pack whose holes
 	// make its contents many times its size is verified elsewhere.
 	verr := errors.New("not verified")
-	if st, err := r.Stats(); err != nil || st.Logical <= int64(bigContent(len(data))) {
+	if streamSize(data) <= uint64(bigContent(len(data))) {
 		verr = r.Verify()
 	}
+	_, _ = r.Stats()
 	if verr != nil && !errors.Is(verr, packreader.ErrCorrupt) && verr.Error() != "not verified" {
 		t.Fatalf("Verify: %v does not wrap ErrCorrupt", verr)
 	}
@@ -258,6 +259,16 @@ func exerciseReads(t *testing.T, data []byte, open func() (*packreader.Reader, e
 	_, _ = r.Glob("*/*")
 	_, _ = r.Stat("dir/link/x")
 	return copied
+}
+
+// streamSize returns the raw stream size a format-3 pack's footer claims
+// (which bounds every content's size), 0 for other data.
+func streamSize(data []byte) uint64 {
+	if len(data) < 64+packformat.FooterSize3 || binary.LittleEndian.Uint32(data[8:]) != 3 {
+		return 0
+	}
+	f, _ := packformat.DecodeFooter3(data[len(data)-packformat.FooterSize3:])
+	return f.Stream
 }
 
 // bigContent is the size of a content over which exerciseReads reads only

@@ -4,7 +4,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -17,7 +16,7 @@ import (
 // 1,000 files.
 func TestGroupingBeatsDictionary(t *testing.T) {
 	var files [][]byte
-	root := filepath.Join(runtime.GOROOT(), "src")
+	root := filepath.Join(goRoot(t), "src")
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() || testing.Short() && len(files) >= 1000 {
 			return nil

@@ -91,6 +91,16 @@ func writePack(tb testing.TB, dir, out string, level int) {
 	}
 }
 
+// goRoot returns the Go distribution's root, as go env GOROOT says.
+func goRoot(tb testing.TB) string {
+	tb.Helper()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		tb.Skipf("go env GOROOT: %v", err)
+	}
+	return string(bytes.TrimSpace(out))
+}
+
 // words is the vocabulary of generated text, which compresses about as
 // Go source does.
 var words = []string{"func ", "return ", "if err != nil {\n", "\t", "x", "y := ", "0x1f", "// a comment\n", "}\n", "package ", "import ", "(", ")", ", ", "string", "int"}
@@ -134,7 +144,7 @@ func tinyCount() int {
 // BenchmarkSize reports, per tree, the bytes and the seconds of each
 // packer. Run it with -benchtime 1x.
 func BenchmarkSize(b *testing.B) {
-	goroot := runtime.GOROOT()
+	goroot := goRoot(b)
 	trees := []struct{ name, dir string }{
 		{"gosrc", filepath.Join(goroot, "src")},
 		{"goroot", goroot},
