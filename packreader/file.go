@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"runtime"
 	"sync"
 	"syscall"
 
@@ -64,7 +65,13 @@ func (f *file) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // readAt reads at off; the caller holds f.mu.
-func (f *file) readAt(op string, p []byte, off int64) (_ int, err error) {
+func (f *file) readAt(op string, p []byte, off int64) (int, error) {
+	return f.readAtHint(op, p, off, &f.at)
+}
+
+// readAtHint is readAt with the frame hint at (nil: none), for reads
+// beside each other: writeToParallel's.
+func (f *file) readAtHint(op string, p []byte, off int64, at *frameAt) (_ int, err error) {
 	if f.closed {
 		return 0, pathErr(op, f.name, os.ErrClosed)
 	}
@@ -94,7 +101,7 @@ func (f *file) readAt(op string, p []byte, off int64) (_ int, err error) {
 	defer f.r.runlock(op, f.name, g, &err)
 	n := int(min(int64(len(p)), size-off))
 	if f.r.version == packformat.Version3 {
-		if err := f.r.readContentAt(p[:n], f.rc, uint64(off), &f.at); err != nil {
+		if err := f.r.readContentAt(p[:n], f.rc, uint64(off), at); err != nil {
 			return 0, pathErr(op, f.name, err)
 		}
 		return n, nil
@@ -148,6 +155,9 @@ func (f *file) size() uint64 {
 func (f *file) WriteTo(w io.Writer) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.r.zstd && f.rc.Type == packformat.TypeFile && int64(f.size())-f.pos > 2*packformat.ZstdFrameSize && !f.closed {
+		return f.writeToParallel(w)
+	}
 	var buf []byte
 	var total int64
 	for {
@@ -173,6 +183,68 @@ func (f *file) WriteTo(w io.Writer) (int64, error) {
 			return total, err
 		}
 	}
+}
+
+// writeToParallel is WriteTo for a compressed content: frames are
+// decompressed on as many goroutines as GOMAXPROCS, a frame's worth at a
+// time, ahead of what is written to w, in order. The caller holds f.mu;
+// each read takes the Reader's lock itself, and none is held while w
+// runs. Every read has ended when it returns.
+func (f *file) writeToParallel(w io.Writer) (int64, error) {
+	const chunk = packformat.ZstdFrameSize
+	type result struct {
+		buf  []byte
+		n    int
+		err  error
+		done chan struct{}
+	}
+	size := int64(f.size())
+	next := f.pos
+	var queue []*result
+	submit := func(buf []byte) {
+		r := &result{buf: buf, done: make(chan struct{})}
+		off := next
+		next += chunk
+		go func() {
+			r.n, r.err = f.readAtHint("read", r.buf, off, nil)
+			close(r.done)
+		}()
+		queue = append(queue, r)
+	}
+	drain := func() {
+		for _, r := range queue {
+			<-r.done
+		}
+	}
+	for next < size && len(queue) <= runtime.GOMAXPROCS(0) {
+		submit(make([]byte, chunk))
+	}
+	var total int64
+	for len(queue) > 0 {
+		r := queue[0]
+		queue = queue[1:]
+		<-r.done
+		if r.n > 0 {
+			m, werr := w.Write(r.buf[:r.n])
+			f.pos += int64(m)
+			total += int64(m)
+			if werr == nil && m < r.n {
+				werr = io.ErrShortWrite
+			}
+			if werr != nil {
+				drain()
+				return total, werr
+			}
+		}
+		if r.err != nil && r.err != io.EOF {
+			drain()
+			return total, r.err
+		}
+		if next < size {
+			submit(r.buf)
+		}
+	}
+	return total, nil
 }
 
 func (f *file) ReadDir(n int) (_ []fs.DirEntry, err error) {

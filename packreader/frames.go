@@ -51,27 +51,20 @@ func makeOptions(opts []Option) options {
 	return o
 }
 
-// decoder is a zstd decoder made at the first compressed frame read.
-type decoder struct {
-	once sync.Once
-	d    *zstd.Decoder
-	err  error
-}
-
-func (d *decoder) get() (*zstd.Decoder, error) {
-	d.once.Do(func() {
-		// Frames are decoded into a buffer of their recorded raw size
-		// and may not grow it (WithDecodeAllCapLimit): a crafted frame
-		// header cannot make the decoder allocate what it claims.
-		d.d, d.err = zstd.NewReader(nil,
-			zstd.WithDecoderConcurrency(0),
-			zstd.WithDecoderMaxMemory(packformat.MaxFrame),
-			zstd.WithDecoderMaxWindow(packformat.MaxFrame),
-			zstd.WithDecodeAllCapLimit(true),
-			zstd.WithDecoderLowmem(true))
-	})
-	return d.d, d.err
-}
+// decoder is the zstd decoder of every Reader, made at the first
+// compressed frame read: DecodeAll may be called from any number of
+// goroutines, and making one per Reader cost more than a first read.
+// Frames are decoded into a buffer of their recorded raw size and may not
+// grow it (WithDecodeAllCapLimit): a crafted frame header cannot make the
+// decoder allocate what it claims.
+var decoder = sync.OnceValues(func() (*zstd.Decoder, error) {
+	return zstd.NewReader(nil,
+		zstd.WithDecoderConcurrency(0),
+		zstd.WithDecoderMaxMemory(packformat.MaxFrame),
+		zstd.WithDecoderMaxWindow(packformat.MaxFrame),
+		zstd.WithDecodeAllCapLimit(true),
+		zstd.WithDecoderLowmem(true))
+})
 
 func (r *Reader) startFrames() {
 	if r.version == packformat.Version3 {
@@ -80,9 +73,6 @@ func (r *Reader) startFrames() {
 }
 
 func (r *Reader) closeFrames() {
-	if r.dec.d != nil {
-		r.dec.d.Close()
-	}
 	if r.cache != nil {
 		r.cache.clear()
 	}
@@ -332,7 +322,7 @@ func (r *Reader) loadFrame(i uint64, f packformat.Frame, raw uint64, buf []byte)
 		}
 		return stored, nil
 	}
-	d, err := r.dec.get()
+	d, err := decoder()
 	if err != nil {
 		return nil, corrupt("frame %d: %v", i, err)
 	}

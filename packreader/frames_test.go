@@ -286,3 +286,42 @@ func TestIssue16Format2Golden(t *testing.T) {
 		r.Close()
 	}
 }
+
+// TestIssue16ParallelWriteTo: WriteTo of a compressed content reads
+// frames ahead on several goroutines and writes them in order, from any
+// offset; a damaged frame stops it with ErrCorrupt after the frames
+// before it.
+func TestIssue16ParallelWriteTo(t *testing.T) {
+	big := textish(7, 20*packformat.ZstdFrameSize+777)
+	var buf bytes.Buffer
+	must(t, packwriter.Write(&buf, fstest.MapFS{"big": {Data: big}}, packwriter.WithCompression(3)))
+	data := buf.Bytes()
+	for _, start := range []int64{0, 5, packformat.ZstdFrameSize + 3} {
+		r, err := packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)))
+		must(t, err)
+		f, err := r.Open("big")
+		must(t, err)
+		_, err = f.(io.Seeker).Seek(start, io.SeekStart)
+		must(t, err)
+		var out bytes.Buffer
+		n, err := f.(io.WriterTo).WriteTo(&out)
+		if err != nil || n != int64(len(big))-start || !bytes.Equal(out.Bytes(), big[start:]) {
+			t.Fatalf("WriteTo from %d: %d bytes, %v", start, n, err)
+		}
+		f.Close()
+		r.Close()
+	}
+	_, frames := framesOf(t, data)
+	bad := bytes.Clone(data)
+	bad[frames[9].Off+1] ^= 0xff
+	r, err := packreader.OpenReaderAt(bytes.NewReader(bad), int64(len(bad)))
+	must(t, err)
+	defer r.Close()
+	f, err := r.Open("big")
+	must(t, err)
+	var out bytes.Buffer
+	n, err := f.(io.WriterTo).WriteTo(&out)
+	if !errors.Is(err, packreader.ErrCorrupt) || n != 9*packformat.ZstdFrameSize || !bytes.Equal(out.Bytes(), big[:n]) {
+		t.Errorf("WriteTo over a damaged frame 9: %d bytes, %v", n, err)
+	}
+}

@@ -58,10 +58,9 @@ type Reader struct {
 
 	// Version 3: frameOK has bit i set once frame i's stored bytes
 	// matched their CRC-32C (allocated at the first check), cache holds
-	// decompressed frames, dec decompresses them.
+	// decompressed frames.
 	frameOK atomic.Pointer[[]atomic.Uint64]
 	cache   *frameCache
-	dec     decoder
 	opts    options
 	// checked has bit b set once block b matched its CRC-32C; nChecked
 	// counts the bits set, and allChecked is set once all are.

@@ -13,7 +13,9 @@
 //     tree of 200,000 tiny files (PACKSIZE_TINY sets how many);
 //   - RandomRead: fs.ReadFile of 20,000 small files in a random order,
 //     warm (a first untimed pass) and cold (a fresh open, first touch),
-//     from the compressed pack, the uncompressed pack and a Deflate zip;
+//     from the compressed pack (with the default cache of decompressed
+//     frames, and with one of 64 MiB that holds them all), the
+//     uncompressed pack and a Deflate zip;
 //   - SeqRead: a 64 MiB file read whole (WriteTo) from each pack;
 //   - FirstByte: open the pack, open the 64 MiB file, read its first
 //     byte, close, from the uncompressed and the compressed pack.

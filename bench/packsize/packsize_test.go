@@ -285,9 +285,9 @@ func (f *readFixture) backends() []struct {
 	name string
 	open opener
 } {
-	pk := func(p string) opener {
+	pk := func(p string, opts ...packreader.Option) opener {
 		return func() (fs.FS, func() error, error) {
-			r, err := packreader.Open(p)
+			r, err := packreader.Open(p, opts...)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -300,6 +300,8 @@ func (f *readFixture) backends() []struct {
 	}{
 		{"pack", pk(f.raw)},
 		{"pack-zstd", pk(f.zstd)},
+		// A cache that holds every frame of the 20,000 files (40 MB).
+		{"pack-zstd-cache64M", pk(f.zstd, packreader.WithCacheSize(64<<20))},
 		{"zip-deflate", func() (fs.FS, func() error, error) {
 			z, err := zip.OpenReader(f.zipPath)
 			if err != nil {
