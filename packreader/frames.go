@@ -35,8 +35,11 @@ type options struct {
 }
 
 // DefaultCacheSize is the default bound of a Reader's cache of
-// decompressed frames: 128 frames of 64 KiB.
-const DefaultCacheSize = 8 << 20
+// decompressed frames: 512 frames of 128 KiB, allocated as frames are
+// read. With 8 MiB, random reads of 20,000 small files (40 MB of
+// frames) decompressed a frame for most reads, 60 times slower than
+// with all of them cached (bench/packsize).
+const DefaultCacheSize = 64 << 20
 
 // WithCacheSize bounds the bytes of decompressed frames a Reader of a
 // compressed pack keeps (DefaultCacheSize without it). A bound below one
