@@ -96,4 +96,10 @@
 //     never touch them.
 //   - DirEntry.Info of an entry from ReadDir decodes the entry when called,
 //     as os does, and fails with fs.ErrClosed after Close.
+//   - A Reader of a compressed pack keeps up to [DefaultCacheSize] (64 MiB)
+//     of decompressed frames unless told otherwise ([WithCacheSize]); its
+//     tables are not compressed, so a tree of many tiny files packs larger
+//     than squashfs makes it (FORMAT.md, Known limits).
+//   - FileInfo.Sys decodes the entry's owner and inode when called, and
+//     returns nil after Close.
 package packreader
