@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/fstest"
 
@@ -323,5 +324,43 @@ func TestIssue16ParallelWriteTo(t *testing.T) {
 	n, err := f.(io.WriterTo).WriteTo(&out)
 	if !errors.Is(err, packreader.ErrCorrupt) || n != 9*packformat.ZstdFrameSize || !bytes.Equal(out.Bytes(), big[:n]) {
 		t.Errorf("WriteTo over a damaged frame 9: %d bytes, %v", n, err)
+	}
+}
+
+// TestIssue16HugeHole: a pack of a few hundred bytes may claim a file of
+// a terabyte of holes. Reading it streams zeros; ReadFile refuses to copy
+// it (EFBIG) instead of allocating a terabyte.
+func TestIssue16HugeHole(t *testing.T) {
+	var buf bytes.Buffer
+	must(t, packwriter.Write(&buf, fstest.MapFS{"z": {Data: make([]byte, 3*packformat.FrameSize)}}))
+	data := buf.Bytes()
+	ft, frames := framesOf(t, data)
+	if len(frames) != 2 || frames[0].Stored != 0 {
+		t.Fatalf("frames %+v: want one hole and the sentinel", frames)
+	}
+	// Make the hole, the stream and the file a terabyte long.
+	const tb = 1 << 40
+	le := binary.LittleEndian
+	le.PutUint64(data[ft.FramesOff+packformat.FrameEntrySize:], tb) // the sentinel's Pos
+	le.PutUint64(data[len(data)-packformat.FooterSize3+72:], tb)    // Stream
+	for i := range ft.Count {
+		rec := data[ft.IndexOff+i*packformat.RecordSize:]
+		if rec[10] == packformat.TypeFile {
+			le.PutUint64(rec[24:], tb)
+		}
+	}
+	data = fixCRC(data)
+	r, err := packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)))
+	must(t, err)
+	defer r.Close()
+	if _, err := r.ReadFile("z"); !errors.Is(err, syscall.EFBIG) {
+		t.Fatalf("ReadFile of a terabyte: %v, want EFBIG", err)
+	}
+	f, err := r.Open("z")
+	must(t, err)
+	defer f.Close()
+	p := make([]byte, 10)
+	if n, err := f.(io.ReaderAt).ReadAt(p, tb-5); n != 5 || err != io.EOF || !bytes.Equal(p[:5], make([]byte, 5)) {
+		t.Fatalf("ReadAt at the end: %d, %v", n, err)
 	}
 }

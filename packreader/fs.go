@@ -2,8 +2,8 @@ package packreader
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
-	"math"
 	"syscall"
 
 	"github.com/packfs/packfs/internal/packformat"
@@ -111,6 +111,10 @@ func (r *Reader) ReadFile(name string) (_ []byte, err error) {
 	return b, nil
 }
 
+// maxCopy is the size up to which ReadFile and Bytes copy a content out
+// of any format-3 pack (see readFile3).
+const maxCopy = 1 << 30
+
 // readFile3 returns a copy of rc's content (version 3). The caller holds
 // r.mu.
 func (r *Reader) readFile3(name string, rc packformat.Record) ([]byte, error) {
@@ -118,9 +122,13 @@ func (r *Reader) readFile3(name string, rc packformat.Record) ([]byte, error) {
 		return []byte{}, nil
 	}
 	// A content's size is bounded by the stream's, which holes make
-	// independent of the pack's size: refuse what no slice can hold.
-	if uint64(int(rc.Size)) != rc.Size || rc.Size > math.MaxInt64/2 {
-		return nil, pathErr("read", name, syscall.EFBIG)
+	// independent of the pack's size: a pack of a few hundred bytes may
+	// claim a file of a terabyte, whose copy would kill the process.
+	// Copies are refused past a bound that grows with the pack (a 1 GiB
+	// sparse file reads whole from any pack); Open and Read stream any
+	// size.
+	if limit := max(maxCopy, 64*r.size); rc.Size > limit || uint64(int(rc.Size)) != rc.Size {
+		return nil, pathErr("read", name, fmt.Errorf("%w: a content of %d bytes is over the %d a copy may take from this pack; read it through Open", syscall.EFBIG, rc.Size, limit))
 	}
 	if r.mapped != nil {
 		// An uncompressed content in the mapping: checked, then copied.
