@@ -26,6 +26,8 @@ type fileInfo struct {
 // Sys is what FileInfo.Sys returns for an entry of a version-3 pack
 // (version-2 packs record neither owners nor inodes: nil).
 type Sys struct {
+	// Uid and Gid are the owner's ids, or NoOwner when the source gave
+	// none (an in-memory layer, say).
 	Uid, Gid uint32
 	// Ino is the entry's inode number, stable for the pack: entries that
 	// were hard links to one file in the source share it.
@@ -34,6 +36,9 @@ type Sys struct {
 	// directory 2 plus its subdirectories.
 	Nlink uint32
 }
+
+// NoOwner is Sys's Uid and Gid when the pack records no owner.
+const NoOwner = packformat.NoOwner
 
 // Owner returns the entry's owner, as packwriter reads it back when a
 // pack is repacked.

@@ -25,8 +25,9 @@ type (
 // link, its inode in the source.
 func owner(fi fs.FileInfo) (packformat.Attr, srcInode) {
 	sys := fi.Sys()
+	unknown := packformat.Attr{Uid: packformat.NoOwner, Gid: packformat.NoOwner}
 	if sys == nil {
-		return packformat.Attr{}, srcInode{}
+		return unknown, srcInode{}
 	}
 	if a, src, ok := hostOwner(sys); ok {
 		if !fi.Mode().IsRegular() {
@@ -34,7 +35,7 @@ func owner(fi fs.FileInfo) (packformat.Attr, srcInode) {
 		}
 		return a, src
 	}
-	var a packformat.Attr
+	a := unknown
 	var src srcInode
 	if o, ok := sys.(ownerSys); ok {
 		a.Uid, a.Gid = o.Owner()

@@ -3,13 +3,16 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"testing/fstest"
 
 	"github.com/packfs/packfs/packreader"
+	"github.com/packfs/packfs/packwriter"
 )
 
 // TestIssue16SparseFile: a 1 GiB file with one 4 KiB extent packed to
@@ -172,5 +175,29 @@ func TestIssue16Info(t *testing.T) {
 		if code := run([]string{"pack", "-compress", bad, src, filepath.Join(tmp, "bad.pack")}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "compress") {
 			t.Errorf("-compress %q: exit %d, %s", bad, code, errb.String())
 		}
+	}
+}
+
+// TestIssue16NoOwner: a pack written from a source without owners (an
+// in-memory tree) records none, not root: unpacked as root, its setuid
+// file comes back without the bit, owned by whoever unpacks.
+func TestIssue16NoOwner(t *testing.T) {
+	tmp := t.TempDir()
+	pack := filepath.Join(tmp, "p.pack")
+	must(t, packwriter.WriteFile(pack, fstest.MapFS{"suid": {Data: []byte("#!/bin/sh\n"), Mode: 0o755 | fs.ModeSetuid}}))
+	r, err := packreader.Open(pack)
+	must(t, err)
+	fi, err := r.Stat("suid")
+	must(t, err)
+	if s := fi.Sys().(*packreader.Sys); s.Uid != packreader.NoOwner || s.Gid != packreader.NoOwner {
+		t.Errorf("Sys %+v: want NoOwner", s)
+	}
+	r.Close()
+	dst := filepath.Join(tmp, "dst")
+	runOK(t, "unpack", pack, dst)
+	out, err := os.Stat(filepath.Join(dst, "suid"))
+	must(t, err)
+	if out.Mode()&fs.ModeSetuid != 0 {
+		t.Errorf("unpacked mode %v: setuid without a recorded owner", out.Mode())
 	}
 }

@@ -27,7 +27,8 @@ func ownerOf(info fs.FileInfo) (uid, gid int, ok bool) {
 	switch s := info.Sys().(type) {
 	case ownerSys:
 		u, g := s.Owner()
-		return int(u), int(g), true
+		// ^0 is a pack's "no owner recorded" (packreader.NoOwner).
+		return int(u), int(g), u != ^uint32(0) && g != ^uint32(0)
 	case *syscall.Stat_t:
 		return int(s.Uid), int(s.Gid), true
 	}

@@ -88,10 +88,15 @@ func DecodeFrame(b []byte) Frame {
 	return Frame{Pos: le.Uint64(b[0:]), Off: le.Uint64(b[8:]), Stored: le.Uint32(b[16:]), CRC: le.Uint32(b[20:])}
 }
 
+// NoOwner is the Uid and Gid of an entry whose source gave no owner (an
+// in-memory layer, a MapFS): not root's 0, so that nothing takes such an
+// entry for root's, and chown(2)'s "leave unchanged".
+const NoOwner = ^uint32(0)
+
 // Attr is one entry of the attribute table (version 3): record i's owner
 // and inode.
 type Attr struct {
-	Uid, Gid uint32
+	Uid, Gid uint32 // NoOwner when unknown
 	// Ino is the inode number: one plus the index of the first record of
 	// the entry's inode (hard links share it; other entries have their
 	// own index plus one).
