@@ -38,7 +38,8 @@
 // Uncompressed format-3 packs read from the mapping without a copy, as
 // format 2 does. The FileInfo of a format-3 entry has a [*Sys]: owner,
 // inode number and link count (entries that were hard links to one
-// file share an inode).
+// file share an inode). Files' Seek takes [SeekData] and [SeekHole], as
+// lseek(2) does, so that a copy can skip the holes.
 //
 // # Format
 //

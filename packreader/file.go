@@ -130,6 +130,8 @@ func (f *file) Seek(offset int64, whence int) (int64, error) {
 		offset += f.pos
 	case io.SeekEnd:
 		offset += int64(f.size())
+	case SeekData, SeekHole:
+		return f.seekData(offset, whence)
 	default:
 		return 0, pathErr("seek", f.name, syscall.EINVAL)
 	}
@@ -141,6 +143,45 @@ func (f *file) Seek(offset int64, whence int) (int64, error) {
 		f.dirPos = 0
 	}
 	return offset, nil
+}
+
+// SeekData and SeekHole are the whences of lseek(2) that Seek takes, as
+// os.File's does on Linux: the next offset at or after the one given
+// that holds data, or that starts a hole (the end of the file counts as
+// one); past the end, ENXIO. Only format-3 packs store holes: other files
+// are one extent of data.
+const (
+	SeekData = 3
+	SeekHole = 4
+)
+
+// seekData is Seek with SeekData or SeekHole; the caller holds f.mu.
+func (f *file) seekData(off int64, whence int) (_ int64, err error) {
+	size := int64(f.size())
+	if off < 0 || f.rc.Type == packformat.TypeDir {
+		return 0, pathErr("seek", f.name, syscall.EINVAL)
+	}
+	if off >= size {
+		return 0, pathErr("seek", f.name, syscall.ENXIO)
+	}
+	found := off
+	if f.r.version == packformat.Version3 {
+		g, err := f.r.rlock("seek", f.name)
+		if err != nil {
+			return 0, err
+		}
+		defer f.r.runlock("seek", f.name, g, &err)
+		if found, err = f.r.nextExtent(f.rc, off, whence == SeekHole); err != nil {
+			return 0, pathErr("seek", f.name, err)
+		}
+	} else if whence == SeekHole {
+		found = size
+	}
+	if found >= size && whence == SeekData {
+		return 0, pathErr("seek", f.name, syscall.ENXIO)
+	}
+	f.pos = found
+	return found, nil
 }
 
 func (f *file) size() uint64 {

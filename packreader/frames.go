@@ -188,6 +188,33 @@ func (r *Reader) findFrame(rc packformat.Record, pos uint64) (uint64, error) {
 	return lo, nil
 }
 
+// nextExtent returns the first offset of rc's content from off (which
+// the caller has bounded by rc.Size) that is in a hole (hole) or in data
+// (!hole), or rc.Size if none is. The caller holds r.mu.
+func (r *Reader) nextExtent(rc packformat.Record, off int64, hole bool) (int64, error) {
+	pos := rc.Off + uint64(off)
+	end := rc.Off + rc.Size
+	i, err := r.findFrame(rc, pos)
+	if err != nil {
+		return 0, err
+	}
+	for pos < end {
+		f, raw, err := r.frame(i)
+		if err != nil {
+			return 0, err
+		}
+		if pos < f.Pos || pos-f.Pos >= raw {
+			return 0, corrupt("frame %d does not hold stream byte %d", i, pos)
+		}
+		if (f.Stored == 0) == hole {
+			return int64(pos - rc.Off), nil
+		}
+		pos = f.Pos + raw
+		i++
+	}
+	return int64(rc.Size), nil
+}
+
 // readContent fills p with the bytes of rc's content from offset off,
 // which the caller has bounded by rc.Size. The caller holds r.mu.
 func (r *Reader) readContent(p []byte, rc packformat.Record, off uint64) error {

@@ -364,3 +364,46 @@ func TestIssue16HugeHole(t *testing.T) {
 		t.Fatalf("ReadAt at the end: %d, %v", n, err)
 	}
 }
+
+// TestIssue16SeekData: Seek takes SEEK_DATA and SEEK_HOLE as lseek does,
+// over the holes of a format-3 content.
+func TestIssue16SeekData(t *testing.T) {
+	const fr = packformat.FrameSize
+	data := make([]byte, 8*fr+100)
+	copy(data[2*fr:], "extent one")
+	copy(data[5*fr+10:], "extent two")
+	data[len(data)-1] = 1
+	var buf bytes.Buffer
+	must(t, packwriter.Write(&buf, fstest.MapFS{"s": {Data: data}, "plain": {Data: []byte("abc")}}))
+	r, err := packreader.OpenReaderAt(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	must(t, err)
+	defer r.Close()
+	f, err := r.Open("s")
+	must(t, err)
+	defer f.Close()
+	sk := f.(io.Seeker)
+	for _, c := range []struct {
+		off    int64
+		whence int
+		want   int64
+	}{
+		{0, packreader.SeekData, 2 * fr}, {0, packreader.SeekHole, 0},
+		{2*fr + 5, packreader.SeekData, 2*fr + 5}, {2 * fr, packreader.SeekHole, 3 * fr},
+		{3 * fr, packreader.SeekData, 5 * fr}, {5 * fr, packreader.SeekHole, 6 * fr},
+		{6 * fr, packreader.SeekData, 8 * fr}, {8 * fr, packreader.SeekHole, 8*fr + 100},
+	} {
+		got, err := sk.Seek(c.off, c.whence)
+		if err != nil || got != c.want {
+			t.Errorf("Seek(%d, %d) = %d, %v; want %d", c.off, c.whence, got, err, c.want)
+		}
+	}
+	if _, err := sk.Seek(int64(len(data)), packreader.SeekData); !errors.Is(err, syscall.ENXIO) {
+		t.Errorf("SEEK_DATA at the end: %v, want ENXIO", err)
+	}
+	p, err := r.Open("plain")
+	must(t, err)
+	defer p.Close()
+	if got, err := p.(io.Seeker).Seek(1, packreader.SeekHole); got != 3 || err != nil {
+		t.Errorf("SEEK_HOLE in a file without holes: %d, %v", got, err)
+	}
+}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -101,11 +103,51 @@ func (u *unpacker) chown(parent int, name string, info fs.FileInfo) error {
 
 // copySparse copies src to f, leaving a hole wherever a block of zeros
 // would go (as cp --sparse=always does): the holes of a pack come back as
-// holes, and a file with one extent takes one extent's blocks.
+// holes, and a file with one extent takes one extent's blocks. A source
+// that says where its data is (Seek with SEEK_DATA and SEEK_HOLE, as a
+// pack's files and host files do) has its holes skipped unread.
 func copySparse(f *os.File, src io.Reader, size int64) error {
+	if sk, ok := src.(io.Seeker); ok {
+		if ra, ok := src.(io.ReaderAt); ok {
+			if _, err := sk.Seek(0, unix.SEEK_DATA); err == nil || errors.Is(err, syscall.ENXIO) {
+				return copyExtents(f, ra, sk, size)
+			}
+		}
+	}
+	return copyZeros(f, src, 0, size)
+}
+
+// copyExtents copies the data extents of src, found with SEEK_DATA and
+// SEEK_HOLE, to the same offsets of f, and sets f's size.
+func copyExtents(f *os.File, ra io.ReaderAt, sk io.Seeker, size int64) error {
+	for off := int64(0); off < size; {
+		d, err := sk.Seek(off, unix.SEEK_DATA)
+		if errors.Is(err, syscall.ENXIO) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		h, err := sk.Seek(d, unix.SEEK_HOLE)
+		if err != nil {
+			return err
+		}
+		if h <= d {
+			return fmt.Errorf("extent at %d ends at %d", d, h)
+		}
+		if err := copyZeros(f, io.NewSectionReader(ra, d, h-d), d, -1); err != nil {
+			return err
+		}
+		off = h
+	}
+	return f.Truncate(size)
+}
+
+// copyZeros copies src to f from offset off, skipping blocks of zeros,
+// and, unless size is -1, sets f's size to what was copied.
+func copyZeros(f *os.File, src io.Reader, off int64, size int64) error {
 	const block = 64 << 10
 	buf := make([]byte, block)
-	var off int64
 	for {
 		n, err := io.ReadFull(src, buf)
 		if n > 0 {
@@ -125,10 +167,10 @@ func copySparse(f *os.File, src io.Reader, size int64) error {
 			return err
 		}
 	}
-	if off != size {
-		size = off
+	if size == -1 {
+		return nil
 	}
-	return f.Truncate(size)
+	return f.Truncate(off)
 }
 
 func isZero(b []byte) bool {
