@@ -146,19 +146,20 @@ func copyExtents(f *os.File, ra io.ReaderAt, sk io.Seeker, size int64) error {
 // copyZeros copies src to f from offset off, skipping blocks of zeros,
 // and, unless size is -1, sets f's size to what was copied.
 func copyZeros(f *os.File, src io.Reader, off int64, size int64) error {
-	const block = 64 << 10
+	const block, page = 64 << 10, 4 << 10
 	buf := make([]byte, block)
 	for {
 		n, err := io.ReadFull(src, buf)
-		if n > 0 {
-			if isZero(buf[:n]) {
-				off += int64(n)
-			} else {
-				if _, werr := f.WriteAt(buf[:n], off); werr != nil {
+		// Zeros are skipped a page at a time, the unit of a hole.
+		for b := buf[:n]; len(b) > 0; {
+			k := min(len(b), page)
+			if !isZero(b[:k]) {
+				if _, werr := f.WriteAt(b[:k], off); werr != nil {
 					return werr
 				}
-				off += int64(n)
 			}
+			off += int64(k)
+			b = b[k:]
 		}
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			break
