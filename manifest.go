@@ -192,18 +192,12 @@ func packSum(dir vfs.FS, name string) (int64, uint32, error) {
 	if size < packformat.HeaderSize+packformat.FooterSize {
 		return bad(fmt.Sprintf("%d bytes, too short for a pack", size))
 	}
-	foot := make([]byte, packformat.FooterSize)
-	if _, err := f.ReadAt(foot, size-packformat.FooterSize); err != nil {
+	tableOff, _, ok, err := packformat.CheckTable(f, size)
+	if err != nil {
 		return 0, 0, err
 	}
-	if string(foot[packformat.FooterSize-len(packformat.EndMagic):]) != packformat.EndMagic {
-		return bad("no pack footer (truncated?)")
-	}
-	ft := packformat.DecodeFooter(foot)
-	tableOff := ft.StringsOff + ft.StringsSize
-	if ft.StringsOff > uint64(size) || tableOff < ft.StringsOff || tableOff > uint64(size-packformat.FooterSize) ||
-		uint64(size-packformat.FooterSize)-tableOff != packformat.TableSize(ft.Count, ft.StringsSize) {
-		return bad("footer places the check table outside the file")
+	if !ok {
+		return bad("no pack footer, or one that places the check table outside the file (truncated?)")
 	}
 	tail := make([]byte, uint64(size)-tableOff)
 	if _, err := f.ReadAt(tail, int64(tableOff)); err != nil {

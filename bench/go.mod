@@ -6,6 +6,7 @@ require (
 	github.com/benbjohnson/immutable v0.4.3
 	github.com/go-git/go-billy/v5 v5.9.2
 	github.com/hashicorp/go-immutable-radix/v2 v2.1.0
+	github.com/klauspost/compress v1.19.2
 	github.com/packfs/packfs v0.0.0
 	github.com/spf13/afero v1.15.0
 	go.etcd.io/bbolt v1.4.3
@@ -25,7 +26,6 @@ require (
 	github.com/hanwen/go-fuse/v2 v2.12.1 // indirect
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 	github.com/johannesboyne/gofakes3 v1.2.0 // indirect
-	github.com/klauspost/compress v1.19.2 // indirect
 	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
 	github.com/klauspost/crc32 v1.3.0 // indirect
 	github.com/minio/crc64nvme v1.1.1 // indirect

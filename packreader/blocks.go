@@ -31,6 +31,10 @@ func (r *Reader) isChecked(b uint64) bool { return r.checked[b/64].Load()&(1<<(b
 func (r *Reader) checkBlockSlow(b uint64) error {
 	region, k, what := r.index, b, "index"
 	switch {
+	case b >= r.attrBase:
+		region, k, what = r.attrs, b-r.attrBase, "attribute table"
+	case b >= r.frameBase:
+		region, k, what = r.frames, b-r.frameBase, "frame table"
 	case b >= r.strBase:
 		region, k, what = r.strs, b-r.strBase, "string table"
 	case b >= r.keyBase:

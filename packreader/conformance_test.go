@@ -1,6 +1,7 @@
 package packreader_test
 
 import (
+	"bytes"
 	"io/fs"
 	"path/filepath"
 	"testing"
@@ -13,7 +14,7 @@ import (
 
 // buildPack populates a mem layer with tree, packs it into a file and
 // opens the file.
-func buildPack(t *testing.T, tree conformance.Tree) (*packreader.Reader, *mem.Snapshot) {
+func buildPack(t *testing.T, tree conformance.Tree, opts ...packwriter.Option) (*packreader.Reader, *mem.Snapshot) {
 	t.Helper()
 	m := mem.New()
 	if err := conformance.Populate(m, tree); err != nil {
@@ -21,7 +22,7 @@ func buildPack(t *testing.T, tree conformance.Tree) (*packreader.Reader, *mem.Sn
 	}
 	snap := m.Snapshot()
 	name := filepath.Join(t.TempDir(), "tree.pack")
-	if err := packwriter.WriteFile(name, snap); err != nil {
+	if err := packwriter.WriteFile(name, snap, opts...); err != nil {
 		t.Fatal(err)
 	}
 	r, err := packreader.Open(name)
@@ -35,6 +36,41 @@ func buildPack(t *testing.T, tree conformance.Tree) (*packreader.Reader, *mem.Sn
 func TestConformanceReadOnly(t *testing.T) {
 	conformance.RunReadOnly(t, func(t *testing.T, tree conformance.Tree) fs.FS {
 		r, _ := buildPack(t, tree)
+		return r
+	})
+}
+
+// The suite over a compressed pack, mapped and through an io.ReaderAt
+// with a cache of two frames (so that reads evict), and over format 2.
+func TestConformanceReadOnlyCompressed(t *testing.T) {
+	conformance.RunReadOnly(t, func(t *testing.T, tree conformance.Tree) fs.FS {
+		r, _ := buildPack(t, tree, packwriter.WithCompression(3))
+		return r
+	})
+}
+
+func TestConformanceReadOnlyCompressedReaderAt(t *testing.T) {
+	conformance.RunReadOnly(t, func(t *testing.T, tree conformance.Tree) fs.FS {
+		m := mem.New()
+		if err := conformance.Populate(m, tree); err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := packwriter.Write(&buf, m.Snapshot(), packwriter.WithCompression(3)); err != nil {
+			t.Fatal(err)
+		}
+		r, err := packreader.OpenReaderAt(bytes.NewReader(buf.Bytes()), int64(buf.Len()), packreader.WithCacheSize(128<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
+	})
+}
+
+func TestConformanceReadOnlyFormat2(t *testing.T) {
+	conformance.RunReadOnly(t, func(t *testing.T, tree conformance.Tree) fs.FS {
+		r, _ := buildPack(t, tree, packwriter.WithFormat(2))
 		return r
 	})
 }

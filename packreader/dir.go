@@ -17,10 +17,71 @@ type fileInfo struct {
 	size  int64
 	mode  fs.FileMode
 	mtime int64
+	// Version 3: the Reader and record whose attributes Sys decodes,
+	// when asked: most callers of Stat never ask.
+	r *Reader
+	i uint32
 }
 
-func (r *Reader) info(name string, rc packformat.Record) *fileInfo {
-	return &fileInfo{name: name, size: sizeOf(rc), mode: modeOf(rc), mtime: rc.Mtime}
+// Sys is what FileInfo.Sys returns for an entry of a version-3 pack
+// (version-2 packs record neither owners nor inodes: nil).
+type Sys struct {
+	// Uid and Gid are the owner's ids, or NoOwner when the source gave
+	// none (an in-memory layer, say).
+	Uid, Gid uint32
+	// Ino is the entry's inode number, stable for the pack: entries that
+	// were hard links to one file in the source share it.
+	Ino uint64
+	// Nlink is the link count: the entries sharing the inode, and for a
+	// directory 2 plus its subdirectories.
+	Nlink uint32
+}
+
+// NoOwner is Sys's Uid and Gid when the pack records no owner.
+const NoOwner = packformat.NoOwner
+
+// Owner returns the entry's owner, as packwriter reads it back when a
+// pack is repacked.
+func (s *Sys) Owner() (uid, gid uint32) { return s.Uid, s.Gid }
+
+// Inode returns the entry's inode number and link count.
+func (s *Sys) Inode() (ino uint64, nlink uint32) { return s.Ino, s.Nlink }
+
+func (r *Reader) info(name string, i uint64, rc packformat.Record) *fileInfo {
+	fi := &fileInfo{name: name, size: sizeOf(rc), mode: modeOf(rc), mtime: rc.Mtime}
+	if r.version == packformat.Version3 {
+		fi.r, fi.i = r, uint32(i)
+	}
+	return fi
+}
+
+// sys decodes the attributes of record i: nil once the Reader is closed
+// or when the attribute block is damaged (FileInfo.Sys has no error to
+// return; Verify reports the damage).
+func (r *Reader) sys(i uint64) (_ *Sys, err error) {
+	g, err := r.rlock("stat", ".")
+	if err != nil {
+		return nil, err
+	}
+	defer r.runlock("stat", ".", g, &err)
+	a, err := r.attr(i)
+	if err != nil {
+		return nil, err
+	}
+	return &Sys{Uid: a.Uid, Gid: a.Gid, Ino: uint64(a.Ino), Nlink: a.Nlink}, nil
+}
+
+// attr returns record i's entry in the attribute table, after checking
+// its block. The caller holds r.mu.
+func (r *Reader) attr(i uint64) (packformat.Attr, error) {
+	if err := r.checkBlock(r.attrBase + i*packformat.AttrSize/packformat.BlockSize); err != nil {
+		return packformat.Attr{}, err
+	}
+	a := packformat.DecodeAttr(r.attrs[i*packformat.AttrSize:])
+	if a.Ino == 0 || uint64(a.Ino) > r.count || a.Nlink == 0 {
+		return a, corrupt("entry %d: bad inode %d or link count %d", i, a.Ino, a.Nlink)
+	}
+	return a, nil
 }
 
 // modeOf returns the fs.FileMode of a checked record.
@@ -58,8 +119,19 @@ func (fi *fileInfo) ModTime() time.Time {
 	}
 	return time.Unix(0, fi.mtime)
 }
-func (fi *fileInfo) IsDir() bool                { return fi.mode.IsDir() }
-func (fi *fileInfo) Sys() any                   { return nil }
+func (fi *fileInfo) IsDir() bool { return fi.mode.IsDir() }
+
+// Sys returns a *Sys for an entry of a format-3 pack (decoded at each
+// call), nil otherwise.
+func (fi *fileInfo) Sys() any {
+	if fi.r == nil {
+		return nil
+	}
+	if s, err := fi.r.sys(uint64(fi.i)); err == nil {
+		return s
+	}
+	return nil
+}
 func (fi *fileInfo) Type() fs.FileMode          { return fi.mode.Type() }
 func (fi *fileInfo) Info() (fs.FileInfo, error) { return fi, nil }
 func (fi *fileInfo) String() string             { return fs.FormatDirEntry(fi) }
@@ -91,7 +163,7 @@ func (e *dirEntry) Info() (_ fs.FileInfo, err error) {
 	if err != nil {
 		return nil, pathErr("stat", e.name, err)
 	}
-	return e.r.info(e.name, rc), nil
+	return e.r.info(e.name, uint64(e.i), rc), nil
 }
 
 // listChunk is how many entries list allocates at once: 8 KiB of

@@ -24,7 +24,22 @@
 // earlier, so that a union resolves a path in one lookup per element.
 //
 // [Reader.ReadFile] returns a copy, as fs.ReadFile's contract requires.
-// [Reader.Bytes] returns the mapped bytes themselves, valid until Close.
+// [Reader.Bytes] returns the mapped bytes themselves, valid until Close
+// (a copy for a compressed content, or one with holes).
+//
+// # Versions, compression, holes, owners
+//
+// Open reads format 2 and format 3 packs; [Reader.Version] says which.
+// Format 3 stores contents in frames of 64 KiB, each with its CRC-32C,
+// raw or zstd-compressed ([Reader.Compressed]; packwriter.WithCompression),
+// or as holes that read as zeros and take no storage. A read decompresses
+// and checks only the frames it touches, through a bounded cache of
+// decompressed frames shared by the Reader's readers ([WithCacheSize]).
+// Uncompressed format-3 packs read from the mapping without a copy, as
+// format 2 does. The FileInfo of a format-3 entry has a [*Sys]: owner,
+// inode number and link count (entries that were hard links to one
+// file share an inode). Files' Seek takes [SeekData] and [SeekHole], as
+// lseek(2) does, so that a copy can skip the holes.
 //
 // # Format
 //
@@ -43,11 +58,13 @@
 //
 // A truncated, bit-flipped or crafted pack gives an error wrapping
 // [ErrCorrupt] at Open or at the read that touches the damaged part: each
-// block of the index, key and string tables is checked against its
-// CRC-32C when first touched, record fields are checked when decoded, and
-// a content's CRC-32C is checked before any of it is returned. [Reader.Verify] checks
-// everything, including each content's SHA-256 and the zero padding
-// between contents.
+// block of the index, key and string tables (and of format 3's frame and
+// attribute tables) is checked against its CRC-32C when first touched,
+// record fields are checked when decoded, and a content's CRC-32C
+// (format 3: each frame's) is checked before any of it is returned, so
+// the first byte of a large format-3 file costs one frame, not the whole
+// content. [Reader.Verify] checks everything, including each content's
+// SHA-256 and the zero padding between contents.
 //
 // # Concurrency
 //
@@ -80,4 +97,10 @@
 //     never touch them.
 //   - DirEntry.Info of an entry from ReadDir decodes the entry when called,
 //     as os does, and fails with fs.ErrClosed after Close.
+//   - A Reader of a compressed pack keeps up to [DefaultCacheSize] (64 MiB)
+//     of decompressed frames unless told otherwise ([WithCacheSize]); its
+//     tables are not compressed, so a tree of many tiny files packs larger
+//     than squashfs makes it (FORMAT.md, Known limits).
+//   - FileInfo.Sys decodes the entry's owner and inode when called, and
+//     returns nil after Close.
 package packreader

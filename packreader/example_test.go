@@ -3,6 +3,7 @@ package packreader_test
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"io/fs"
 	"log"
 	"os"
@@ -57,4 +58,24 @@ func ExampleOpenReaderAt() {
 	data, err := r.ReadFile("a.txt")
 	fmt.Printf("%q %v\n", data, err)
 	// Output: "A\n" <nil>
+}
+
+func ExampleWithCacheSize() {
+	tree := fstest.MapFS{"big.txt": {Data: bytes.Repeat([]byte("a line of text\n"), 100000)}}
+	var buf bytes.Buffer
+	if err := packwriter.Write(&buf, tree, packwriter.WithCompression(3)); err != nil {
+		log.Fatal(err)
+	}
+	// Keep at most 4 decompressed frames of 64 KiB.
+	r, err := packreader.OpenReaderAt(bytes.NewReader(buf.Bytes()), int64(buf.Len()), packreader.WithCacheSize(256<<10))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer r.Close()
+	f, _ := r.Open("big.txt")
+	defer f.Close()
+	line := make([]byte, 15)
+	f.(io.ReaderAt).ReadAt(line, 15*50000) // decompresses one frame
+	fmt.Printf("%q, %d bytes in a pack under 10 kB: %v\n", line, len(tree["big.txt"].Data), buf.Len() < 10000)
+	// Output: "a line of text\n", 1500000 bytes in a pack under 10 kB: true
 }

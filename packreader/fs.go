@@ -2,6 +2,7 @@ package packreader
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"syscall"
 
@@ -50,11 +51,11 @@ func (r *Reader) stat(op, name string, follow bool) (_ fs.FileInfo, err error) {
 		return nil, err
 	}
 	defer r.runlock(op, name, g, &err)
-	_, rc, err := r.walk(name, follow)
+	i, rc, err := r.walk(name, follow)
 	if err != nil {
 		return nil, pathErr(op, name, err)
 	}
-	return r.info(baseName(name), rc), nil
+	return r.info(baseName(name), i, rc), nil
 }
 
 // ReadDir returns the entries of the named directory, sorted by name.
@@ -93,6 +94,9 @@ func (r *Reader) ReadFile(name string) (_ []byte, err error) {
 	if empty {
 		return []byte{}, nil
 	}
+	if r.version == packformat.Version3 {
+		return r.readFile3(name, rc)
+	}
 	// Check the content before allocating its copy, so that a bad one
 	// costs none: a crafted pack can give many entries bad contents, each
 	// as large as the data region. Through an io.ReaderAt this reads a
@@ -102,6 +106,47 @@ func (r *Reader) ReadFile(name string) (_ []byte, err error) {
 	}
 	b := make([]byte, rc.Size)
 	if err := r.readData(b, rc.Off); err != nil {
+		return nil, pathErr("read", name, err)
+	}
+	return b, nil
+}
+
+// maxCopy is the size up to which ReadFile and Bytes copy a content out
+// of any format-3 pack (see readFile3).
+const maxCopy = 1 << 30
+
+// readFile3 returns a copy of rc's content (version 3). The caller holds
+// r.mu.
+func (r *Reader) readFile3(name string, rc packformat.Record) ([]byte, error) {
+	if rc.Size == 0 {
+		return []byte{}, nil
+	}
+	// A content's size is bounded by the stream's, which holes make
+	// independent of the pack's size: a pack of a few hundred bytes may
+	// claim a file of a terabyte, whose copy would kill the process.
+	// Copies are refused past a bound that grows with the pack (a 1 GiB
+	// sparse file reads whole from any pack); Open and Read stream any
+	// size.
+	if limit := max(maxCopy, 64*r.size); rc.Size > limit || uint64(int(rc.Size)) != rc.Size {
+		return nil, pathErr("read", name, fmt.Errorf("%w: a content of %d bytes is over the %d a copy may take from this pack; read it through Open", syscall.EFBIG, rc.Size, limit))
+	}
+	if r.mapped != nil {
+		// An uncompressed content in the mapping: checked, then copied.
+		b, ok, err := r.contiguous(rc)
+		if err != nil {
+			return nil, pathErr("read", name, err)
+		}
+		if ok {
+			return append(make([]byte, 0, len(b)), b...), nil
+		}
+	}
+	// The first frame is checked before the copy is allocated, so that a
+	// bad content costs nothing; later ones as the copy goes.
+	if _, err := r.findFrame(rc, rc.Off); err != nil {
+		return nil, pathErr("read", name, err)
+	}
+	b := make([]byte, rc.Size)
+	if err := r.readContent(b, rc, 0); err != nil {
 		return nil, pathErr("read", name, err)
 	}
 	return b, nil
@@ -141,6 +186,16 @@ func (r *Reader) Bytes(name string) (_ []byte, err error) {
 	}
 	if empty {
 		return []byte{}, nil
+	}
+	if r.version == packformat.Version3 {
+		b, ok, err := r.contiguous(rc)
+		if err != nil {
+			return nil, pathErr("read", name, err)
+		}
+		if ok {
+			return b, nil
+		}
+		return r.readFile3(name, rc)
 	}
 	if err := r.checkContent(i, rc); err != nil {
 		return nil, pathErr("read", name, err)

@@ -55,6 +55,9 @@ func (r *Reader) valid(i uint64, b []byte) bool {
 	case packformat.TypeDir:
 		return off > i && off <= r.count && size <= r.count-off
 	case packformat.TypeFile:
+		if r.version == packformat.Version3 {
+			return r.validContent3(size, off, uint64(le.Uint32(b[56:])))
+		}
 		return off >= packformat.HeaderSize && off%packformat.DataAlign == 0 && off <= r.dataEnd && size <= r.dataEnd-off
 	case packformat.TypeSymlink:
 		return off <= r.footer.StringsSize && size <= r.footer.StringsSize-off
@@ -86,6 +89,12 @@ func (r *Reader) recordError(i uint64, b []byte) error {
 			return corrupt("entry %d: bad child range %d+%d", i, rc.Off, rc.Size)
 		}
 	case packformat.TypeFile:
+		if r.version == packformat.Version3 {
+			if !r.validContent3(rc.Size, rc.Off, uint64(rc.CRC)) {
+				return corrupt("entry %d: bad content %d+%d in frame %d", i, rc.Off, rc.Size, rc.CRC)
+			}
+			break
+		}
 		if rc.Off < packformat.HeaderSize || rc.Off%packformat.DataAlign != 0 || rc.Off > r.dataEnd || rc.Size > r.dataEnd-rc.Off {
 			return corrupt("entry %d: bad data range %d+%d", i, rc.Off, rc.Size)
 		}
@@ -101,6 +110,16 @@ func (r *Reader) recordError(i uint64, b []byte) error {
 		return corrupt("entry %d: unknown type %d", i, rc.Type)
 	}
 	return corrupt("entry %d: invalid", i)
+}
+
+// validContent3 reports whether a version-3 file record's content (size
+// bytes at stream position off, from frame first) lies in the stream:
+// that the frame holds it is checked when the content is read.
+func (r *Reader) validContent3(size, off, first uint64) bool {
+	if size == 0 {
+		return off == 0 && first == 0
+	}
+	return off < r.footer.Stream && size <= r.footer.Stream-off && first+1 < r.footer.FrameCount
 }
 
 // nameAt returns the name of record i < r.count without decoding the

@@ -122,7 +122,7 @@ func checkLazy(t *testing.T, r *packreader.Reader, tree fstest.MapFS, bad map[st
 func TestLazyIndexBlock(t *testing.T) {
 	tree := wideTree(1000)
 	var buf bytes.Buffer
-	must(t, packwriter.Write(&buf, tree))
+	must(t, packwriter.Write(&buf, tree, v2))
 	orig := buf.Bytes()
 	f, _, _ := packLayout(orig)
 	idxBlocks := packformat.Blocks(f.Count * packformat.RecordSize)
@@ -158,7 +158,7 @@ func TestLazyIndexBlock(t *testing.T) {
 func TestLazyStringBlock(t *testing.T) {
 	tree := wideTree(2000)
 	var buf bytes.Buffer
-	must(t, packwriter.Write(&buf, tree))
+	must(t, packwriter.Write(&buf, tree, v2))
 	orig := buf.Bytes()
 	f, tableOff, strBase := packLayout(orig)
 	if f.StringsSize < 2*packformat.BlockSize {
@@ -188,7 +188,7 @@ func TestLazyStringBlock(t *testing.T) {
 // TestRootBlock damages index block 0, which holds the root: Open fails.
 func TestRootBlock(t *testing.T) {
 	var buf bytes.Buffer
-	must(t, packwriter.Write(&buf, wideTree(100)))
+	must(t, packwriter.Write(&buf, wideTree(100), v2))
 	f, tableOff, _ := packLayout(buf.Bytes())
 	for what, at := range map[string]uint64{"record": f.IndexOff + 70, "table": tableOff + 1} {
 		data := bytes.Clone(buf.Bytes())
@@ -285,7 +285,7 @@ func TestPadding(t *testing.T) {
 func TestStringTableLayout(t *testing.T) {
 	tree := fstest.MapFS{"a": {Data: []byte("x")}, "b": {Data: []byte("y")}}
 	var buf bytes.Buffer
-	must(t, packwriter.Write(&buf, tree))
+	must(t, packwriter.Write(&buf, tree, v2))
 	orig := buf.Bytes()
 	f, tableOff, strBase := packLayout(orig)
 	// Rebuild the pack with one stray byte at the end of the string table.

@@ -43,7 +43,7 @@ func (r *Reader) LookupAt(dir pathwalk.Dir, name string) (_ pathwalk.Entry, err 
 	case !ok:
 		return pathwalk.Entry{}, syscall.ENOENT
 	}
-	e := pathwalk.Entry{Info: r.info(name, cr)}
+	e := pathwalk.Entry{Info: r.info(name, ci, cr)}
 	if cr.Type == packformat.TypeDir {
 		e.Dir = ci
 		e.Opaque = cr.Flags&packformat.FlagOpaque != 0

@@ -36,17 +36,32 @@ type Reader struct {
 	unmap  func([]byte) error
 
 	size    uint64
+	version uint32 // 2 or 3
+	zstd    bool   // version 3 with FlagZstd: frames may be zstd frames
+	footSz  uint64 // the footer's size
 	footer  packformat.Footer
 	count   uint64
 	index   []byte // count records
 	keys    []byte // the key table: count big-endian name prefixes
 	strs    []byte // the string table
-	table   []byte // the check table: a CRC-32C per index, key and string block
+	frames  []byte // version 3: the frame table
+	attrs   []byte // version 3: the attribute table
+	table   []byte // the check table: a CRC-32C per index, key and string block (and frame and attribute block)
 	dataEnd uint64 // end of the data region (= index offset)
+	tabOff  uint64 // file offset of the check table
 
 	// Block b of the check table is index block b if b < keyBase, key
-	// block b-keyBase if b < strBase, else string block b-strBase.
-	keyBase, strBase uint64
+	// block b-keyBase if b < strBase, string block b-strBase if b <
+	// frameBase, frame block b-frameBase if b < attrBase, else attribute
+	// block b-attrBase (version 2 has neither: both bases are the end).
+	keyBase, strBase, frameBase, attrBase uint64
+
+	// Version 3: frameOK has bit i set once frame i's stored bytes
+	// matched their CRC-32C (allocated at the first check), cache holds
+	// decompressed frames.
+	frameOK atomic.Pointer[[]atomic.Uint64]
+	cache   *frameCache
+	opts    options
 	// checked has bit b set once block b matched its CRC-32C; nChecked
 	// counts the bits set, and allChecked is set once all are.
 	checked    []atomic.Uint64
@@ -67,7 +82,7 @@ type Reader struct {
 // block by block when a read first touches them, and contents when first
 // read: opening a pack of a million entries costs a few system calls, not
 // a pass over its index.
-func Open(name string) (*Reader, error) {
+func Open(name string, opts ...Option) (*Reader, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
@@ -81,7 +96,7 @@ func Open(name string) (*Reader, error) {
 	if int64(int(size)) != size {
 		return nil, &os.PathError{Op: "open", Path: name, Err: errors.New("packreader: pack too large to map")}
 	}
-	r := &Reader{size: uint64(size)}
+	r := &Reader{size: uint64(size), opts: makeOptions(opts)}
 	if err := r.load(f); err != nil {
 		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
@@ -93,7 +108,7 @@ func Open(name string) (*Reader, error) {
 	if err := readFull(f, b0, int64(r.footer.IndexOff)); err != nil {
 		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
-	if err := readFull(f, crc0, int64(r.footer.StringsOff+r.footer.StringsSize)); err != nil {
+	if err := readFull(f, crc0, int64(r.tabOff)); err != nil {
 		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
 	if err := r.checkRoot(b0, binary.LittleEndian.Uint32(crc0)); err != nil {
@@ -104,7 +119,8 @@ func Open(name string) (*Reader, error) {
 		return nil, &os.PathError{Op: "mmap", Path: name, Err: err}
 	}
 	r.mapped, r.unmap = data, munmap
-	r.setMeta(data[r.footer.IndexOff : size-packformat.FooterSize])
+	r.setMeta(data[r.footer.IndexOff : r.size-r.footSz])
+	r.startFrames()
 	return r, nil
 }
 
@@ -113,15 +129,15 @@ func Open(name string) (*Reader, error) {
 // most size bytes) and validates the pack as Open does, checking blocks
 // as reads touch them; contents are read through ra on demand. The caller
 // keeps ra open until Close and closes it after.
-func OpenReaderAt(ra io.ReaderAt, size int64) (*Reader, error) {
+func OpenReaderAt(ra io.ReaderAt, size int64, opts ...Option) (*Reader, error) {
 	if size < 0 {
 		return nil, corrupt("negative size %d", size)
 	}
-	r := &Reader{ra: ra, size: uint64(size)}
+	r := &Reader{ra: ra, size: uint64(size), opts: makeOptions(opts)}
 	if err := r.load(ra); err != nil {
 		return nil, err
 	}
-	meta := make([]byte, r.size-packformat.FooterSize-r.footer.IndexOff)
+	meta := make([]byte, r.size-r.footSz-r.footer.IndexOff)
 	if err := readFull(ra, meta, int64(r.footer.IndexOff)); err != nil {
 		return nil, err
 	}
@@ -129,6 +145,7 @@ func OpenReaderAt(ra io.ReaderAt, size int64) (*Reader, error) {
 	if err := r.checkRoot(r.index[:min(packformat.BlockSize, len(r.index))], binary.LittleEndian.Uint32(r.table)); err != nil {
 		return nil, err
 	}
+	r.startFrames()
 	return r, nil
 }
 
@@ -139,15 +156,22 @@ func (r *Reader) load(ra io.ReaderAt) error {
 		return corrupt("file of %d bytes is too short", r.size)
 	}
 	hdr := make([]byte, packformat.HeaderSize)
-	foot := make([]byte, packformat.FooterSize)
 	if err := readFull(ra, hdr, 0); err != nil {
 		return err
 	}
-	if err := readFull(ra, foot, int64(r.size-packformat.FooterSize)); err != nil {
+	r.footSz = packformat.FooterSize
+	if string(hdr[:8]) == packformat.Magic && binary.LittleEndian.Uint32(hdr[8:]) == packformat.Version3 {
+		r.footSz = packformat.FooterSize3
+		if r.size < packformat.HeaderSize+r.footSz {
+			return corrupt("file of %d bytes is too short", r.size)
+		}
+	}
+	foot := make([]byte, r.footSz)
+	if err := readFull(ra, foot, int64(r.size-r.footSz)); err != nil {
 		return err
 	}
 	if err := r.init(hdr, foot); err != nil {
-		if string(foot[56:]) != packformat.EndMagic && string(hdr[:8]) == packformat.Magic {
+		if string(foot[len(foot)-8:]) != packformat.EndMagic && string(hdr[:8]) == packformat.Magic {
 			if end, ok := endBefore(ra, r.size); ok {
 				return corrupt("%d bytes of trailing data after the pack's end at offset %d", r.size-end, end)
 			}
@@ -155,13 +179,23 @@ func (r *Reader) load(ra io.ReaderAt) error {
 		return err
 	}
 	crc := crc32.Update(0, packformat.Castagnoli, hdr)
-	crc = crc32.Update(crc, packformat.Castagnoli, foot[:packformat.FooterCRCLen])
+	crc = crc32.Update(crc, packformat.Castagnoli, foot[:len(foot)-16])
 	if crc != r.footer.CRC {
 		return corrupt("checksum mismatch in header or footer")
 	}
-	tableLen := packformat.TableSize(r.footer.Count, r.footer.StringsSize) / packformat.CRCSize
-	r.keyBase = packformat.Blocks(r.footer.Count * packformat.RecordSize)
-	r.strBase = r.keyBase + packformat.Blocks(r.footer.Count*packformat.KeySize)
+	f := &r.footer
+	r.keyBase = packformat.Blocks(f.Count * packformat.RecordSize)
+	r.strBase = r.keyBase + packformat.Blocks(f.Count*packformat.KeySize)
+	r.frameBase = r.strBase + packformat.Blocks(f.StringsSize)
+	r.attrBase = r.frameBase + packformat.Blocks(f.FrameCount*packformat.FrameEntrySize)
+	tableLen := r.attrBase + packformat.Blocks(f.Count*packformat.AttrSize)
+	r.tabOff = f.StringsOff + f.StringsSize
+	if r.version == packformat.Version3 {
+		r.tabOff = f.AttrsOff + f.Count*packformat.AttrSize
+	} else {
+		tableLen = r.frameBase
+		r.attrBase = r.frameBase
+	}
 	r.checked = make([]atomic.Uint64, (tableLen+63)/64)
 	return nil
 }
@@ -194,6 +228,13 @@ func (r *Reader) setMeta(meta []byte) {
 	r.index = meta[:n:n]
 	r.keys = meta[n:k:k]
 	r.strs = meta[k:m:m]
+	if r.version == packformat.Version3 {
+		fe := m + r.footer.FrameCount*packformat.FrameEntrySize
+		ae := fe + r.count*packformat.AttrSize
+		r.frames = meta[m:fe:fe]
+		r.attrs = meta[fe:ae:ae]
+		m = ae
+	}
 	r.table = meta[m:len(meta):len(meta)]
 }
 
@@ -238,11 +279,21 @@ func (r *Reader) init(hdr, foot []byte) error {
 	if string(hdr[:8]) != packformat.Magic {
 		return corrupt("bad magic (not a pack file)")
 	}
-	if v := le.Uint32(hdr[8:]); v != packformat.Version {
+	v := le.Uint32(hdr[8:])
+	if v != packformat.Version2 && v != packformat.Version3 {
 		return corrupt("unsupported version %d", v)
 	}
-	if le.Uint32(hdr[12:]) != packformat.HeaderSize || le.Uint32(hdr[16:]) != 0 || !allZero(hdr[20:]) {
+	r.version = v
+	flags := le.Uint32(hdr[16:])
+	if v == packformat.Version2 && flags != 0 || flags&^packformat.HeaderFlagsKnown != 0 {
+		return corrupt("bad header flags %#x", flags)
+	}
+	r.zstd = flags&packformat.FlagZstd != 0
+	if le.Uint32(hdr[12:]) != packformat.HeaderSize || !allZero(hdr[20:]) {
 		return corrupt("bad header")
+	}
+	if v == packformat.Version3 {
+		return r.init3(foot)
 	}
 	if string(foot[56:]) != packformat.EndMagic || le.Uint32(foot[52:]) != 0 {
 		return corrupt("bad footer (truncated pack?)")
@@ -267,6 +318,44 @@ func (r *Reader) init(hdr, foot []byte) error {
 	return nil
 }
 
+// init3 validates a version-3 footer and the layout it describes.
+func (r *Reader) init3(foot []byte) error {
+	f, ok := packformat.DecodeFooter3(foot)
+	if string(foot[packformat.FooterSize3-8:]) != packformat.EndMagic || !ok {
+		return corrupt("bad footer (truncated pack?)")
+	}
+	size := r.size
+	// As in init, each bound keeps the sums after it far from
+	// overflowing.
+	switch {
+	case f.DataSize > size || f.IndexOff != packformat.HeaderSize+f.DataSize || f.IndexOff%packformat.DataAlign != 0:
+		return corrupt("bad data size %d or index offset %d", f.DataSize, f.IndexOff)
+	case f.Count == 0 || f.Count > size/packformat.RecordSize || f.Count > 1<<32-1:
+		return corrupt("bad entry count %d", f.Count)
+	case f.StringsOff != f.IndexOff+f.Count*(packformat.RecordSize+packformat.KeySize):
+		return corrupt("bad string table offset %d", f.StringsOff)
+	case f.StringsSize > size || f.FramesOff != f.StringsOff+f.StringsSize:
+		return corrupt("bad string table size %d or frame table offset %d", f.StringsSize, f.FramesOff)
+	case f.FrameCount == 0 || f.FrameCount > size/packformat.FrameEntrySize || f.FrameCount > 1<<32-1:
+		return corrupt("bad frame count %d", f.FrameCount)
+	case f.AttrsOff != f.FramesOff+f.FrameCount*packformat.FrameEntrySize:
+		return corrupt("bad attribute table offset %d", f.AttrsOff)
+	case f.AttrsOff+f.Count*packformat.AttrSize+packformat.TableSize3(f.Count, f.StringsSize, f.FrameCount)+packformat.FooterSize3 != size:
+		return corrupt("bad table sizes for a file of %d bytes", size)
+	}
+	r.footer = f
+	r.count = f.Count
+	r.dataEnd = f.IndexOff
+	return nil
+}
+
+// Version returns the pack's format version: 2 or 3.
+func (r *Reader) Version() int { return int(r.version) }
+
+// Compressed reports whether the pack's frames may be zstd frames (it
+// was written with packwriter.WithCompression).
+func (r *Reader) Compressed() bool { return r.zstd }
+
 func allZero(b []byte) bool { return len(bytes.Trim(b, "\x00")) == 0 }
 
 // Close releases the pack. Files and byte slices obtained from r must not
@@ -279,7 +368,8 @@ func (r *Reader) Close() error {
 		return &os.PathError{Op: "close", Path: "pack", Err: os.ErrClosed}
 	}
 	r.closed = true
-	r.index, r.keys, r.strs, r.table = nil, nil, nil, nil
+	r.index, r.keys, r.strs, r.table, r.frames, r.attrs = nil, nil, nil, nil, nil, nil
+	r.closeFrames()
 	if r.mapped != nil {
 		m := r.mapped
 		r.mapped = nil

@@ -141,6 +141,9 @@ func (r *Reader) Verify() (err error) {
 	if logical != r.footer.Logical {
 		return corrupt("footer logical size %d, entries sum to %d", r.footer.Logical, logical)
 	}
+	if r.version == packformat.Version3 {
+		return r.verify3(files)
+	}
 	return r.checkContents(files)
 }
 

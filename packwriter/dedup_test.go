@@ -20,6 +20,9 @@ import (
 func offsets(t *testing.T, pack []byte) map[string]uint64 {
 	t.Helper()
 	f := packformat.DecodeFooter(pack[len(pack)-packformat.FooterSize:])
+	if pack[8] == packformat.Version3 {
+		f, _ = packformat.DecodeFooter3(pack[len(pack)-packformat.FooterSize3:])
+	}
 	strs := pack[f.StringsOff : f.StringsOff+f.StringsSize]
 	out := map[string]uint64{}
 	for i := range f.Count {
@@ -64,7 +67,10 @@ func TestDedup(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		opts []Option
-	}{{"sha256", nil}, {"collisions", []Option{collide}}} {
+	}{
+		{"sha256", []Option{WithFormat(2)}}, {"collisions", []Option{collide, WithFormat(2)}},
+		{"sha256/v3", nil}, {"collisions/v3", []Option{collide}}, {"zstd", []Option{collide, WithCompression(3)}},
+	} {
 		for _, dst := range []string{"buffer", "file"} {
 			t.Run(tc.name+"/"+dst, func(t *testing.T) {
 				var pack []byte
@@ -95,7 +101,7 @@ func TestDedup(t *testing.T) {
 				}
 				want := int(packformat.HeaderSize) + 8 + 8 + 2*int(packformat.Align(uint64(len(tree()["big1"].Data))))
 				f := packformat.DecodeFooter(pack[len(pack)-packformat.FooterSize:])
-				if int(f.IndexOff) != want {
+				if pack[8] == packformat.Version2 && int(f.IndexOff) != want {
 					t.Errorf("data region ends at %d, want %d", f.IndexOff, want)
 				}
 			})
@@ -117,7 +123,7 @@ func TestDedupBatches(t *testing.T) {
 		}
 	}
 	collide := func(c *config) { c.newHash = func() hash.Hash { return constHash{sha256.New()} } }
-	for _, opts := range [][]Option{nil, {collide}} {
+	for _, opts := range [][]Option{nil, {collide}, {WithFormat(2)}, {WithCompression(3)}} {
 		var a, b bytes.Buffer
 		writeFS(t, &a, m, opts...)
 		writeFS(t, &b, m, opts...)

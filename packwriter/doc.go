@@ -13,6 +13,22 @@
 // permission bits (plus setuid, setgid, sticky) and modification times; a
 // whiteout named layer.OpaqueName also marks its directory opaque.
 //
+// # Compression, holes, owners and hard links
+//
+// Packs are written in format 3 unless [WithFormat] asks for 2. Format 3
+// cuts contents into frames of 64 KiB (128 KiB when compressed), each
+// checked by its own CRC-32C.
+// [WithCompression] compresses them with zstd (github.com/klauspost/compress)
+// on as many goroutines as GOMAXPROCS: small files share frames and
+// compress together (squashfs's fragments), a frame that does not shrink
+// is stored raw, and the output is still the same for the same tree.
+// Runs of a frame's worth of zeros, and the holes a host file reports through
+// SEEK_DATA and SEEK_HOLE (never read), are stored as holes. Owners
+// (uid, gid) come from the source's FileInfo.Sys (a *syscall.Stat_t, or
+// a packreader.Sys when repacking); regular files that are one inode in
+// the source (same device and inode, more than one link) become one inode
+// of the pack, provided their content, mode, time and owner agree.
+//
 // # Format
 //
 // The format is specified in packreader/FORMAT.md. Output is deterministic:
@@ -26,7 +42,8 @@
 // table keyed by SHA-256, and shared only after their bytes compare equal:
 // when the destination can be read back (an *os.File opened read-write at
 // offset 0, as WriteFile uses) the earlier copy is read from it; otherwise
-// the earlier source file is read again from the fs.FS. Cost is
+// the earlier source file is read again from the fs.FS (always, for
+// format 3, whose stored copy may be compressed). Cost is
 // O(total bytes + n log n) for n entries.
 //
 // # Caveats

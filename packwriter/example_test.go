@@ -87,3 +87,43 @@ func ExampleWithSkip() {
 	// docs
 	// docs/b.md
 }
+
+func ExampleWithCompression() {
+	tree := fstest.MapFS{}
+	for i := range 100 {
+		tree[fmt.Sprintf("src/f%02d.go", i)] = &fstest.MapFile{Data: []byte(fmt.Sprintf("package src\n\n// F%d returns %d.\nfunc F%d() int { return %d }\n", i, i, i, i))}
+	}
+	var raw, small bytes.Buffer
+	if err := packwriter.Write(&raw, tree); err != nil {
+		log.Fatal(err)
+	}
+	if err := packwriter.Write(&small, tree, packwriter.WithCompression(3)); err != nil {
+		log.Fatal(err)
+	}
+	r, err := packreader.OpenReaderAt(bytes.NewReader(small.Bytes()), int64(small.Len()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer r.Close()
+	data, _ := r.ReadFile("src/f42.go")
+	fmt.Println(r.Version(), r.Compressed(), small.Len() < raw.Len())
+	fmt.Printf("%s", data[len(data)-29:])
+	// Output:
+	// 3 true true
+	// func F42() int { return 42 }
+}
+
+func ExampleWithFormat() {
+	var buf bytes.Buffer
+	tree := fstest.MapFS{"a.txt": {Data: []byte("A\n")}}
+	if err := packwriter.Write(&buf, tree, packwriter.WithFormat(2)); err != nil {
+		log.Fatal(err)
+	}
+	r, err := packreader.OpenReaderAt(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer r.Close()
+	fmt.Println(r.Version())
+	// Output: 2
+}

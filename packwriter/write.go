@@ -35,6 +35,38 @@ type config struct {
 	skip     func(path string, err error) error
 	keep     func(path string, info fs.FileInfo) bool
 	newHash  func() hash.Hash // nil: SHA-256; tests inject others
+	format   int              // 0: packformat.Version
+	level    int              // zstd level; 0: stored raw
+	badOpt   error
+}
+
+// WithCompression makes Write compress the pack's contents with zstd at
+// level (1 to 22, as the zstd command counts; 3 is zstd's default): contents are
+// cut into frames of 128 KiB, small files grouped into shared frames, and
+// each frame is compressed on its own, on as many goroutines as
+// GOMAXPROCS, and stored raw when that does not make it smaller. Level 0
+// stores everything raw, as without the option. The level is mapped to
+// the nearest of the four speeds github.com/klauspost/compress/zstd has
+// (1; 2 to 5; 6 to 9; 10 and over).
+func WithCompression(level int) Option {
+	return func(c *config) {
+		if level < 0 || level > 22 {
+			c.badOpt = fmt.Errorf("packwriter: zstd level %d out of range 0 to 22", level)
+		}
+		c.level = level
+	}
+}
+
+// WithFormat makes Write write a pack of the given format version: 3 (the
+// default) or 2, which readers before version 3 open. Version 2 has no
+// compression, holes, owners or hard links.
+func WithFormat(version int) Option {
+	return func(c *config) {
+		if version != packformat.Version2 && version != packformat.Version3 {
+			c.badOpt = fmt.Errorf("packwriter: no pack format version %d (2 and 3 are)", version)
+		}
+		c.format = version
+	}
 }
 
 // WithProgress calls fn after each entry is written, from the goroutine
@@ -77,6 +109,10 @@ type node struct {
 	target string
 	rec    packformat.Record
 	kids   []node
+	attr   packformat.Attr // Uid and Gid from the source; Ino and Nlink set by finish
+	// src identifies a regular file's inode in the source, when the source
+	// says it has more than one link: files sharing it are one inode.
+	src srcInode
 	// gone marks an entry left out (filtered or skipped). Queued small
 	// files point into their directory's kids, so it stays in place.
 	gone bool
@@ -88,6 +124,7 @@ type blob struct {
 	off, size uint64
 	path      string // source path of the first file with this content
 	next      int    // next blob whose hash starts with the same 8 bytes, or -1
+	frame     uint32 // version 3: the frame holding the content's first byte
 }
 
 type writer struct {
@@ -114,6 +151,9 @@ type writer struct {
 	// cmp holds the two buffers contents are compared through, made once:
 	// a tree of identical files compares once a file.
 	cmp *[2][32 << 10]byte
+
+	v3 bool    // writing format 3
+	st *stream // format 3: the raw stream of contents
 }
 
 // Write writes a pack of fsys's whole tree to w in one pass: contents are
@@ -121,11 +161,11 @@ type writer struct {
 // footer. The same tree always gives the same bytes.
 //
 // Identical contents are stored once. Two files share content only after a
-// SHA-256 match and a byte comparison: when w is also an io.ReaderAt and
-// io.Seeker positioned at offset 0 (a new *os.File opened for reading and
-// writing), the earlier copy is read back from w; otherwise the earlier
-// file is read again from fsys, so fsys must not change during Write (a
-// snapshot never does). Files over 1 MiB are read twice from fsys (hash,
+// SHA-256 match and a byte comparison: for a format-2 pack, when w is also
+// an io.ReaderAt and io.Seeker positioned at offset 0 (a new *os.File
+// opened for reading and writing), the earlier copy is read back from w;
+// otherwise the earlier file is read again from fsys, so fsys must not
+// change during Write (a snapshot never does). Files over 1 MiB are read twice from fsys (hash,
 // then copy); a file that changes between the reads fails with ErrChanged.
 //
 // Regular files, directories, symlinks and whiteouts (layer.ModeWhiteout)
@@ -136,6 +176,15 @@ func Write(w io.Writer, fsys fs.FS, opts ...Option) error {
 	for _, o := range opts {
 		o(&c)
 	}
+	if c.badOpt != nil {
+		return c.badOpt
+	}
+	if c.format == 0 {
+		c.format = packformat.Version
+	}
+	if c.format == packformat.Version2 && c.level > 0 {
+		return errors.New("packwriter: format 2 has no compression")
+	}
 	dst := &countingWriter{w: w}
 	wr := &writer{c: c, fsys: fsys, dst: dst, out: bufio.NewWriterSize(dst, 64<<10), byHash: map[uint64]int{}}
 	if ra, ok := w.(io.ReaderAt); ok {
@@ -145,11 +194,25 @@ func Write(w io.Writer, fsys fs.FS, opts ...Option) error {
 			}
 		}
 	}
+	if c.format == packformat.Version3 {
+		wr.v3 = true
+		wr.st = newStream(wr, c.level)
+		defer wr.st.stop()
+	}
 	return wr.write()
 }
 
+// header returns the pack's header.
+func (w *writer) header() packformat.Header {
+	h := packformat.Header{Version: uint32(w.c.format)}
+	if w.v3 && w.st.zstd {
+		h.Flags = packformat.FlagZstd
+	}
+	return h
+}
+
 func (w *writer) write() error {
-	if _, err := w.out.Write(packformat.Header{Version: packformat.Version}.Encode()); err != nil {
+	if _, err := w.out.Write(w.header().Encode()); err != nil {
 		return err
 	}
 	w.off = packformat.HeaderSize
@@ -161,6 +224,7 @@ func (w *writer) write() error {
 		return &fs.PathError{Op: "packwriter", Path: ".", Err: errors.New("root is not a directory")}
 	}
 	root := &node{rec: packformat.Record{Type: packformat.TypeDir, Mode: uint32(fi.Mode() & packformat.ModeMask), Mtime: mtime(fi)}}
+	root.attr, _ = owner(fi)
 	w.progress(".")
 	defer w.stopHashing()
 	if err := w.dir(root, "."); err != nil {
@@ -237,6 +301,7 @@ func (w *writer) dir(n *node, p string) error {
 		mode := fi.Mode()
 		k.name = name
 		k.rec = packformat.Record{Mode: uint32(mode & packformat.ModeMask), Mtime: mtime(fi)}
+		k.attr, k.src = owner(fi)
 		switch t := mode.Type(); {
 		case t == 0:
 			k.rec.Type = packformat.TypeFile
@@ -465,9 +530,18 @@ func (w *writer) storeSmall(k *node, p string, data []byte, sum [32]byte, crc ui
 			return err
 		}
 		if same {
-			k.rec.Off = b.off
+			w.share(k, b)
 			return nil
 		}
+	}
+	if w.v3 {
+		pos, frame, err := w.st.add(data)
+		if err != nil {
+			return err
+		}
+		k.rec.Off, k.rec.CRC = pos, frame
+		w.remember(sum, head, pos, uint64(len(data)), p, frame)
+		return nil
 	}
 	off, err := w.pad()
 	if err != nil {
@@ -479,8 +553,16 @@ func (w *writer) storeSmall(k *node, p string, data []byte, sum [32]byte, crc ui
 	w.off += uint64(len(data))
 	w.prog.Stored += int64(len(data))
 	k.rec.Off = off
-	w.remember(sum, head, off, uint64(len(data)), p)
+	w.remember(sum, head, off, uint64(len(data)), p, 0)
 	return nil
+}
+
+// share makes k's content the stored content b.
+func (w *writer) share(k *node, b *blob) {
+	k.rec.Off = b.off
+	if w.v3 {
+		k.rec.CRC = b.frame
+	}
 }
 
 func hashKey(sum [32]byte) uint64 { return binary.LittleEndian.Uint64(sum[:]) }
@@ -509,12 +591,12 @@ func (w *writer) next(i int, sum [32]byte) int { return w.first(w.blob(i).next, 
 
 // remember records a stored content; head is what w.head returned for its
 // hash.
-func (w *writer) remember(sum [32]byte, head int, off, size uint64, p string) {
+func (w *writer) remember(sum [32]byte, head int, off, size uint64, p string, frame uint32) {
 	if w.nblobs%blobChunk == 0 {
 		w.blobs = append(w.blobs, make([]blob, 0, blobChunk))
 	}
 	c := &w.blobs[len(w.blobs)-1]
-	*c = append(*c, blob{sum: sum, off: off, size: size, path: p, next: head})
+	*c = append(*c, blob{sum: sum, off: off, size: size, path: p, next: head, frame: frame})
 	w.nblobs++
 	w.byHash[hashKey(sum)] = w.nblobs // the index plus one: 0 is absent
 }
@@ -547,9 +629,12 @@ func (w *writer) storeLarge(k *node, p string) error {
 		}
 		if same {
 			w.setFile(k, sum, crc, size)
-			k.rec.Off = b.off
+			w.share(k, b)
 			return nil
 		}
+	}
+	if w.v3 {
+		return w.storeLarge3(k, p, open, sum, crc, size, head)
 	}
 	off, err := w.pad()
 	if err != nil {
@@ -572,11 +657,59 @@ func (w *writer) storeLarge(k *node, p string) error {
 	w.off += size
 	w.prog.Stored += int64(size)
 	k.rec.Off = off
-	w.remember(sum, head, off, size, p)
+	w.remember(sum, head, off, size, p, 0)
 	return nil
 }
 
-func (w *writer) hashStream(open func() (io.ReadCloser, error), dst io.Writer) (sum [32]byte, crc uint32, size uint64, err error) {
+// storeLarge3 copies p, hashed as sum, crc and size, into the stream of a
+// format-3 pack, with its holes, and checks that the copy hashes the same.
+func (w *writer) storeLarge3(k *node, p string, open func() (io.ReadCloser, error), sum [32]byte, crc uint32, size uint64, head int) error {
+	m, err := w.st.mark()
+	if err != nil {
+		return stop{err}
+	}
+	off := w.off
+	pos, frame, err := w.st.begin(size)
+	if err != nil {
+		return stop{err}
+	}
+	sum2, _, size2, err := w.hashStream(open, w.st)
+	if err == nil && (sum2 != sum || size2 != size) {
+		err = &fs.PathError{Op: "read", Path: p, Err: ErrChanged}
+	}
+	if err != nil {
+		if w.dst.err != nil {
+			return stop{w.dst.err}
+		}
+		w.st.rewind(m)
+		if rerr := w.rewind(off); rerr != nil {
+			return stop{fmt.Errorf("%w; the part already written cannot be taken back: %w", err, rerr)}
+		}
+		return err
+	}
+	w.setFile(k, sum, crc, size)
+	k.rec.Off, k.rec.CRC = pos, frame
+	w.remember(sum, head, pos, size, p, frame)
+	return nil
+}
+
+// pieceSink takes a content piece by piece: the stream of a format-3
+// pack.
+type pieceSink interface {
+	data(p []byte) error
+	hole(n uint64) error
+}
+
+// zeros is what holes are hashed as.
+var zeros [64 << 10]byte
+
+// hashStream reads the file open returns, hashing it and, when dst is
+// not nil, copying it to dst: an io.Writer (format 2) or a pieceSink
+// (format 3, which keeps holes).
+func (w *writer) hashStream(open func() (io.ReadCloser, error), dst any) (sum [32]byte, crc uint32, size uint64, err error) {
+	if w.v3 {
+		return w.hashPieces(open, dst)
+	}
 	f, err := open()
 	if err != nil {
 		return sum, 0, 0, err
@@ -591,7 +724,7 @@ func (w *writer) hashStream(open func() (io.ReadCloser, error), dst io.Writer) (
 	c := crc32.New(packformat.Castagnoli)
 	ws := []io.Writer{h, c}
 	if dst != nil {
-		ws = append(ws, dst)
+		ws = append(ws, dst.(io.Writer))
 	}
 	if cap(w.buf) < smallFile+1 {
 		w.buf = make([]byte, smallFile+1)
@@ -604,12 +737,62 @@ func (w *writer) hashStream(open func() (io.ReadCloser, error), dst io.Writer) (
 	return sum, c.Sum32(), uint64(n), nil
 }
 
+// hashPieces is hashStream for format 3: a host file's holes are found
+// with SEEK_DATA and SEEK_HOLE, hashed as zeros and never read.
+func (w *writer) hashPieces(open func() (io.ReadCloser, error), dst any) (sum [32]byte, crc uint32, size uint64, err error) {
+	rc, err := open()
+	if err != nil {
+		return sum, 0, 0, err
+	}
+	defer rc.Close()
+	f, ok := rc.(fs.File)
+	if !ok {
+		return sum, 0, 0, errors.New("not an fs.File")
+	}
+	var h hash.Hash
+	if w.c.newHash == nil {
+		h = sha256.New()
+	} else {
+		h = w.c.newHash()
+	}
+	c := crc32.New(packformat.Castagnoli)
+	sink, _ := dst.(pieceSink)
+	if cap(w.buf) < smallFile+1 {
+		w.buf = make([]byte, smallFile+1)
+	}
+	n, err := readPieces(f, true, w.buf[:smallFile], func(p []byte, hole uint64) error {
+		if len(p) > 0 {
+			h.Write(p)
+			c.Write(p)
+			if sink != nil {
+				return sink.data(p)
+			}
+			return nil
+		}
+		for left := hole; left > 0; {
+			z := zeros[:min(left, uint64(len(zeros)))]
+			h.Write(z)
+			c.Write(z)
+			left -= uint64(len(z))
+		}
+		if sink != nil {
+			return sink.hole(hole)
+		}
+		return nil
+	})
+	if err != nil {
+		return sum, 0, 0, err
+	}
+	h.Sum(sum[:0])
+	return sum, c.Sum32(), n, nil
+}
+
 type onlyReader struct{ io.Reader }
 
 // equal compares the content stored as b with what open returns.
 func (w *writer) equal(b *blob, open func() (io.ReadCloser, error)) (bool, error) {
 	var old io.Reader
-	if w.ra != nil {
+	if w.ra != nil && !w.v3 {
 		if err := w.out.Flush(); err != nil {
 			return false, err
 		}
@@ -618,7 +801,7 @@ func (w *writer) equal(b *blob, open func() (io.ReadCloser, error)) (bool, error
 			w.ra = nil // not readable after all (O_WRONLY): use the source
 		}
 	}
-	if w.ra != nil {
+	if w.ra != nil && !w.v3 {
 		old = io.NewSectionReader(w.ra, int64(b.off), int64(b.size))
 	} else {
 		f, err := w.fsys.Open(b.path)
@@ -689,6 +872,12 @@ func (w *writer) pad() (uint64, error) {
 // children are one contiguous run sorted by name, and writes the index,
 // the key table, the string table, the check table and the footer.
 func (w *writer) finish(root *node) error {
+	if w.v3 {
+		if err := w.st.flush(); err != nil {
+			return err
+		}
+		w.st.frames = append(w.st.frames, packformat.Frame{Pos: w.st.pos})
+	}
 	indexOff, err := w.pad()
 	if err != nil {
 		return err
@@ -718,6 +907,7 @@ func (w *writer) finish(root *node) error {
 			live++
 		}
 		d.n.rec.Size = live
+		d.n.attr.Nlink = 2 + uint32(min(subdirs(d.n), 1<<32-3))
 		if count += live; count > 1<<32-1 {
 			return errors.New("packwriter: too many entries")
 		}
@@ -729,8 +919,24 @@ func (w *writer) finish(root *node) error {
 		keys  = make([]byte, 0, count*packformat.KeySize)
 		table []byte
 		block = make([]byte, 0, packformat.BlockSize)
+		attrs []byte
+		links = newLinks()
 	)
+	if w.v3 {
+		attrs = make([]byte, count*packformat.AttrSize)
+	}
+	idx := uint32(0)
 	put := func(n *node) error {
+		if w.v3 {
+			a := n.attr
+			a.Ino = idx + 1
+			if n.rec.Type != packformat.TypeDir {
+				a.Nlink = 1
+				links.add(n, idx)
+			}
+			a.Put(attrs[uint64(idx)*packformat.AttrSize:])
+		}
+		idx++
 		if uint64(len(strs))+uint64(len(n.name))+uint64(len(n.target)) > 1<<32-1 {
 			return errors.New("packwriter: string table over 4 GiB")
 		}
@@ -773,7 +979,17 @@ func (w *writer) finish(root *node) error {
 			return err
 		}
 	}
-	for _, region := range [][]byte{keys, strs} {
+	regions := [][]byte{keys, strs}
+	var frames []byte
+	if w.v3 {
+		links.apply(attrs)
+		frames = make([]byte, len(w.st.frames)*packformat.FrameEntrySize)
+		for i := range w.st.frames {
+			w.st.frames[i].Put(frames[i*packformat.FrameEntrySize:])
+		}
+		regions = append(regions, frames, attrs)
+	}
+	for _, region := range regions {
 		for b := region; len(b) > 0; {
 			n := min(len(b), packformat.BlockSize)
 			table = binary.LittleEndian.AppendUint32(table, crc32.Checksum(b[:n], packformat.Castagnoli))
@@ -794,10 +1010,21 @@ func (w *writer) finish(root *node) error {
 		DataSize:    indexOff - packformat.HeaderSize,
 		Logical:     w.logical,
 	}
-	fb := f.Encode()
-	crc := crc32.Update(0, packformat.Castagnoli, packformat.Header{Version: packformat.Version}.Encode())
-	f.CRC = crc32.Update(crc, packformat.Castagnoli, fb[:packformat.FooterCRCLen])
-	f.Put(fb)
+	crc := crc32.Update(0, packformat.Castagnoli, w.header().Encode())
+	var fb []byte
+	if w.v3 {
+		f.FramesOff = f.StringsOff + f.StringsSize
+		f.FrameCount = uint64(len(w.st.frames))
+		f.AttrsOff = f.FramesOff + uint64(len(frames))
+		f.Stream = w.st.pos
+		fb = f.Encode3()
+		f.CRC = crc32.Update(crc, packformat.Castagnoli, fb[:packformat.FooterCRCLen3])
+		f.Put3(fb)
+	} else {
+		fb = f.Encode()
+		f.CRC = crc32.Update(crc, packformat.Castagnoli, fb[:packformat.FooterCRCLen])
+		f.Put(fb)
+	}
 	if _, err := w.out.Write(fb); err != nil {
 		return err
 	}

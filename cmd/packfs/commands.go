@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -25,6 +26,33 @@ func packFlags(fl *flag.FlagSet) {
 	fl.Var(new(patterns), "exclude", "leave out entries whose name or path matches `PATTERN` (path.Match syntax; repeatable); a directory goes with its subtree")
 	fl.Bool("q", false, "quiet: do not name each entry left out (the summary and the exit status still tell)")
 	fl.Bool("v", false, "verbose: name each entry on standard error as it is packed")
+	fl.Var(new(compression), "compress", "compress contents: `zstd[:LEVEL]` (LEVEL 1 to 22, default 3)")
+}
+
+// compression is the -compress flag: a zstd level, 0 for none.
+type compression int
+
+func (c *compression) String() string {
+	if *c == 0 {
+		return ""
+	}
+	return fmt.Sprintf("zstd:%d", int(*c))
+}
+
+func (c *compression) Set(s string) error {
+	algo, level, hasLevel := strings.Cut(s, ":")
+	if algo != "zstd" {
+		return fmt.Errorf("unknown compression %q (zstd[:LEVEL] is known)", algo)
+	}
+	*c = 3
+	if hasLevel {
+		n, err := strconv.Atoi(level)
+		if err != nil || n < 1 || n > 22 {
+			return fmt.Errorf("zstd level %q: want 1 to 22", level)
+		}
+		*c = compression(n)
+	}
+	return nil
 }
 
 func cmdPack(fl *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
@@ -45,7 +73,7 @@ func cmdPack(fl *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	defer src.Close()
 	opts := []packwriter.Option{packwriter.WithFilter(func(p string, fi fs.FileInfo) bool {
 		return dst.exclude(p, fi) && !excl.match(p)
-	})}
+	}), packwriter.WithCompression(int(*fl.Lookup("compress").Value.(*compression)))}
 	skipped := 0
 	if !flagBool(fl, "strict") {
 		quiet := flagBool(fl, "q")
@@ -370,6 +398,14 @@ func infoFlags(fl *flag.FlagSet) {
 	fl.Bool("json", false, "print the figures as a JSON object")
 }
 
+// compressionName says how r's contents are stored.
+func compressionName(r interface{ Compressed() bool }) string {
+	if r.Compressed() {
+		return "zstd"
+	}
+	return "none"
+}
+
 func cmdInfo(fl *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 	r, err := openPack(args[0])
 	if err != nil {
@@ -385,11 +421,13 @@ func cmdInfo(fl *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{
+			"format": r.Version(), "compression": compressionName(r),
 			"entries": st.Entries, "files": st.Files, "dirs": st.Dirs, "symlinks": st.Symlinks, "whiteouts": st.Whiteouts,
 			"contents": st.Contents, "file_bytes": st.Logical, "stored_bytes": st.Stored, "saved_bytes": saved, "pack_bytes": st.Size,
 		})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 8, 1, ' ', 0)
+	fmt.Fprintf(tw, "format:\t%d, compression: %s\n", r.Version(), compressionName(r))
 	fmt.Fprintf(tw, "entries:\t%d (%d files, %d directories, %d symlinks, %d whiteouts)\n", st.Entries, st.Files, st.Dirs, st.Symlinks, st.Whiteouts)
 	fmt.Fprintf(tw, "contents:\t%d distinct\n", st.Contents)
 	fmt.Fprintf(tw, "file bytes:\t%d\n", st.Logical)

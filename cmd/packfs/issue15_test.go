@@ -14,6 +14,7 @@ import (
 
 	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/packreader"
+	"github.com/packfs/packfs/packwriter"
 	"golang.org/x/sys/unix"
 )
 
@@ -307,20 +308,38 @@ func TestIssue15UnpackDamaged(t *testing.T) {
 	}
 }
 
-// TestIssue15UnpackDropsSetuid: ownership is not restored, so setuid and
-// setgid bits do not come back on files.
+// TestIssue15UnpackDropsSetuid: where ownership is not restored (not
+// root, or a format-2 pack), setuid and setgid bits do not come back on
+// files; as root, from a format-3 pack, they come back with the owner.
 func TestIssue15UnpackDropsSetuid(t *testing.T) {
+	for _, format := range []string{"2", "3"} {
+		t.Run(format, func(t *testing.T) { testUnpackSetuid(t, format) })
+	}
+}
+
+func testUnpackSetuid(t *testing.T, format string) {
 	src := srcTree(t)
 	p := filepath.Join(src, "suid")
 	must(t, os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755))
 	must(t, os.Chmod(p, 0o755|fs.ModeSetuid|fs.ModeSetgid))
 	tmp := t.TempDir()
 	pack := filepath.Join(tmp, "p.pack")
-	runOK(t, "pack", src, pack)
+	if format == "2" {
+		// Format 2 records no owners: write it through the library.
+		must(t, packwriter.WriteFile(pack, os.DirFS(src), packwriter.WithFormat(2)))
+	} else {
+		runOK(t, "pack", src, pack)
+	}
 	dst := filepath.Join(tmp, "dst")
 	runOK(t, "unpack", pack, dst)
 	fi, err := os.Stat(filepath.Join(dst, "suid"))
 	must(t, err)
+	if os.Geteuid() == 0 && format == "3" {
+		if fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != fs.ModeSetuid|fs.ModeSetgid {
+			t.Errorf("unpacked as root with owners: mode %v, want -rwsr-sr-x", fi.Mode())
+		}
+		return
+	}
 	if fi.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0 || fi.Mode().Perm() != 0o755 {
 		t.Errorf("unpacked mode %v, want -rwxr-xr-x", fi.Mode())
 	}

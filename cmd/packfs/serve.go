@@ -185,13 +185,12 @@ func packFingerprint(f *os.File, fi fs.FileInfo) ([]byte, error) {
 	h.Write(head[:])
 	h.Write(foot[:])
 	le := binary.LittleEndian
-	stringsOff, stringsSize := le.Uint64(foot[16:]), le.Uint64(foot[24:])
-	tableOff := stringsOff + stringsSize
-	end := uint64(size - packformat.FooterSize)
-	if string(head[:8]) == packformat.Magic && le.Uint32(head[8:]) == packformat.Version &&
-		string(foot[56:]) == packformat.EndMagic && stringsOff <= end && tableOff >= stringsOff &&
-		tableOff <= end && end-tableOff <= maxCheckTable {
-		table := make([]byte, end-tableOff)
+	tableOff, tableLen, ok, err := packformat.CheckTable(f, size)
+	if err != nil {
+		return nil, err
+	}
+	if ok && tableLen <= maxCheckTable {
+		table := make([]byte, tableLen)
 		if _, err := f.ReadAt(table, int64(tableOff)); err != nil {
 			return nil, err
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -41,10 +40,13 @@ type unpackOptions struct {
 // to o.bad and left out, with nothing of it in place, and extraction goes
 // on; unpack then returns an error counting them. Directory modes and
 // times are applied once their contents are written, deepest first,
-// whatever happened before. Ownership is not restored, so setuid and
-// setgid bits are dropped from files, as tar does when it does not
-// restore owners: a setuid-user file must not come back as a setuid-root
-// one.
+// whatever happened before. Files are written sparse: blocks of zeros
+// (a pack's holes among them) are left as holes. Entries that are one
+// inode in the pack (FileInfo.Sys's inode, more than one link) come back
+// as hard links. Run as root, unpack restores owners (uid and gid) and
+// with them setuid and setgid bits; otherwise it drops those bits from
+// files, as tar does when it does not restore owners: a setuid-user file
+// must not come back as a setuid-root one.
 func unpack(fsys fs.FS, dst string, o unpackOptions) error {
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
@@ -53,7 +55,8 @@ func unpack(fsys fs.FS, dst string, o unpackOptions) error {
 	if err != nil {
 		return &fs.PathError{Op: "open", Path: dst, Err: err}
 	}
-	u := &unpacker{fsys: fsys, dst: dst, o: o, opened: map[string]int{".": rootFd}}
+	u := &unpacker{fsys: fsys, dst: dst, o: o, opened: map[string]int{".": rootFd}, links: map[uint64]int{}, root: os.Geteuid() == 0}
+	defer u.closeLinks()
 	rootInfo, err := fs.Stat(fsys, ".")
 	if err != nil {
 		unix.Close(rootFd)
@@ -118,6 +121,8 @@ type unpacker struct {
 	// (and of dst, "."), kept until their metadata is applied in later.
 	opened map[string]int
 	later  []dirMeta
+	links  map[uint64]int // inode in fsys → O_PATH descriptor of its first file
+	root   bool           // owners are restored
 }
 
 func (u *unpacker) report(err error) {
@@ -255,6 +260,11 @@ func (u *unpacker) mkdir(parent int, p string, info fs.FileInfo) (int, error) {
 // setDirMeta gives the host directory open as fd the mode and time of the
 // directory p of fsys.
 func (u *unpacker) setDirMeta(fd int, p string, info fs.FileInfo) error {
+	if uid, gid, ok := ownerOf(info); ok && u.root {
+		if err := unix.Fchown(fd, uid, gid); err != nil {
+			return &fs.PathError{Op: "chown", Path: u.host(p), Err: err}
+		}
+	}
 	if err := unix.Fchmod(fd, uint32(info.Mode().Perm())|modeBits(info.Mode()&(fs.ModeSetgid|fs.ModeSticky))); err != nil {
 		return &fs.PathError{Op: "chmod", Path: u.host(p), Err: err}
 	}
@@ -317,8 +327,19 @@ func (u *unpacker) extract(parent int, p string, info fs.FileInfo) error {
 	}
 	switch t := info.Mode().Type(); {
 	case t == 0:
+		ino, linked := linkOf(info)
+		if linked {
+			if done, err := u.linkTo(ino, parent, name); err != nil {
+				return &fs.PathError{Op: "link", Path: out, Err: err}
+			} else if done {
+				return nil // the inode's owner, mode and time are set
+			}
+		}
 		if err := u.writeFile(parent, p, info); err != nil {
 			return err
+		}
+		if linked {
+			u.keepLink(ino, parent, name)
 		}
 	case t == fs.ModeSymlink:
 		target, err := fs.ReadLink(u.fsys, p)
@@ -334,6 +355,16 @@ func (u *unpacker) extract(parent int, p string, info fs.FileInfo) error {
 		}
 	default:
 		return &fs.PathError{Op: "unpack", Path: p, Err: fmt.Errorf("a %s cannot be extracted", entryKindName(info))}
+	}
+	if err := u.chown(parent, name, info); err != nil {
+		return &fs.PathError{Op: "chown", Path: out, Err: err}
+	}
+	if _, _, owned := ownerOf(info); owned && info.Mode().IsRegular() && u.root && info.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
+		// The owner is the pack's: setuid and setgid come back, after
+		// chown, which clears them.
+		if err := unix.Fchmodat(parent, name, uint32(info.Mode().Perm())|modeBits(info.Mode()), 0); err != nil {
+			return &fs.PathError{Op: "chmod", Path: out, Err: err}
+		}
 	}
 	if info.ModTime().IsZero() {
 		return nil
@@ -359,7 +390,7 @@ func (u *unpacker) writeFile(parent int, p string, info fs.FileInfo) error {
 		return &fs.PathError{Op: "open", Path: u.host(p), Err: err}
 	}
 	f := os.NewFile(uintptr(fd), u.host(p))
-	_, err = io.Copy(f, src)
+	err = copySparse(f, src, info.Size())
 	err = errors.Join(err, f.Chmod(info.Mode()&(fs.ModePerm|fs.ModeSticky)), f.Close())
 	if err != nil {
 		unix.Unlinkat(parent, name, 0)

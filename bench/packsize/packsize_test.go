@@ -1,0 +1,408 @@
+package packsize
+
+import (
+	"archive/zip"
+	"bytes"
+	"compress/flate"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/packfs/packfs/packreader"
+	"github.com/packfs/packfs/packwriter"
+)
+
+// squashfs returns the path of mksquashfs, installing squashfs-tools
+// with apt-get when it is missing and this runs as root; "" and why not
+// otherwise.
+var squashfs = sync.OnceValues(func() (string, string) {
+	if p, err := exec.LookPath("mksquashfs"); err == nil {
+		return p, ""
+	}
+	if os.Geteuid() != 0 {
+		return "", "mksquashfs is missing and installing squashfs-tools needs root"
+	}
+	if out, err := exec.Command("apt-get", "install", "-y", "-q", "squashfs-tools").CombinedOutput(); err != nil {
+		return "", fmt.Sprintf("apt-get install squashfs-tools: %v: %s", err, lastLine(out))
+	}
+	p, err := exec.LookPath("mksquashfs")
+	if err != nil {
+		return "", "squashfs-tools installed, but no mksquashfs on PATH"
+	}
+	return p, ""
+})
+
+func lastLine(b []byte) string {
+	b = bytes.TrimSpace(b)
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		b = b[i+1:]
+	}
+	return string(b)
+}
+
+// mksquashfs makes a squashfs image of dir with compressor comp, using
+// every core, and returns its size and the time it took.
+func mksquashfs(tb testing.TB, bin, dir, comp string) (int64, time.Duration) {
+	tb.Helper()
+	out := filepath.Join(tb.TempDir(), "img.sqfs")
+	start := time.Now()
+	cmd := exec.Command(bin, dir, out, "-comp", comp, "-noappend", "-no-progress", "-quiet",
+		"-processors", strconv.Itoa(runtime.NumCPU()))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("mksquashfs -comp %s: %v: %s", comp, err, lastLine(b))
+	}
+	d := time.Since(start)
+	fi, err := os.Stat(out)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return fi.Size(), d
+}
+
+// pack writes a pack of dir at zstd level (0: none) and returns its size
+// and the time it took.
+func pack(tb testing.TB, dir string, level int) (int64, time.Duration) {
+	tb.Helper()
+	out := filepath.Join(tb.TempDir(), "p.pack")
+	start := time.Now()
+	writePack(tb, dir, out, level)
+	d := time.Since(start)
+	fi, err := os.Stat(out)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return fi.Size(), d
+}
+
+func writePack(tb testing.TB, dir, out string, level int) {
+	tb.Helper()
+	if err := packwriter.WriteFile(out, os.DirFS(dir), packwriter.WithCompression(level),
+		packwriter.WithSkip(func(string, error) error { return nil })); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// goRoot returns the Go distribution's root, as go env GOROOT says.
+func goRoot(tb testing.TB) string {
+	tb.Helper()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		tb.Skipf("go env GOROOT: %v", err)
+	}
+	return string(bytes.TrimSpace(out))
+}
+
+// words is the vocabulary of generated text, which compresses about as
+// Go source does.
+var words = []string{"func ", "return ", "if err != nil {\n", "\t", "x", "y := ", "0x1f", "// a comment\n", "}\n", "package ", "import ", "(", ")", ", ", "string", "int"}
+
+func text(rng *rand.Rand, n int) []byte {
+	var b bytes.Buffer
+	for b.Len() < n {
+		b.WriteString(words[rng.IntN(len(words))])
+		if rng.IntN(6) == 0 {
+			fmt.Fprintf(&b, "%d", rng.Uint32()%100000)
+		}
+	}
+	return b.Bytes()[:n]
+}
+
+// tinyTree writes n tiny files (10 to 60 bytes) into dir, 1,000 a
+// directory.
+func tinyTree(tb testing.TB, dir string, n int) {
+	tb.Helper()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range n {
+		d := filepath.Join(dir, fmt.Sprintf("d%03d", i/1000))
+		if i%1000 == 0 {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("f%04d.txt", i%1000)), text(rng, 10+rng.IntN(50)), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+func tinyCount() int {
+	if n, err := strconv.Atoi(os.Getenv("PACKSIZE_TINY")); err == nil && n > 0 {
+		return n
+	}
+	return 200000
+}
+
+// BenchmarkSize reports, per tree, the bytes and the seconds of each
+// packer. Run it with -benchtime 1x.
+func BenchmarkSize(b *testing.B) {
+	goroot := goRoot(b)
+	trees := []struct{ name, dir string }{
+		{"gosrc", filepath.Join(goroot, "src")},
+		{"goroot", goroot},
+		{"tiny", ""},
+	}
+	for _, tr := range trees {
+		b.Run("tree="+tr.name, func(b *testing.B) {
+			dir := tr.dir
+			if dir == "" {
+				dir = b.TempDir()
+				tinyTree(b, dir, tinyCount())
+			}
+			for b.Loop() {
+				reportSizes(b, dir)
+			}
+		})
+	}
+}
+
+func reportSizes(b *testing.B, dir string) {
+	raw, rawT := pack(b, dir, 0)
+	z3, z3T := pack(b, dir, 3)
+	z19, z19T := pack(b, dir, 19)
+	b.ReportMetric(float64(raw), "pack-bytes")
+	b.ReportMetric(float64(z3), "zstd3-bytes")
+	b.ReportMetric(float64(z19), "zstd19-bytes")
+	b.ReportMetric(rawT.Seconds(), "pack-s")
+	b.ReportMetric(z3T.Seconds(), "zstd3-s")
+	b.ReportMetric(z19T.Seconds(), "zstd19-s")
+	bin, why := squashfs()
+	if bin == "" {
+		b.Logf("squashfs columns skipped: %s", why)
+		return
+	}
+	gz, gzT := mksquashfs(b, bin, dir, "gzip")
+	zs, zsT := mksquashfs(b, bin, dir, "zstd")
+	b.ReportMetric(float64(gz), "sqfs-gzip-bytes")
+	b.ReportMetric(float64(zs), "sqfs-zstd-bytes")
+	b.ReportMetric(gzT.Seconds(), "sqfs-gzip-s")
+	b.ReportMetric(zsT.Seconds(), "sqfs-zstd-s")
+	b.ReportMetric(float64(z19)/float64(gz), "zstd19/sqfs-gzip")
+	b.ReportMetric(float64(z19)/float64(zs), "zstd19/sqfs-zstd")
+	b.ReportMetric(z3T.Seconds()/gzT.Seconds(), "zstd3-time/sqfs-gzip")
+}
+
+// readFixture is 20,000 small files as a pack, a compressed pack and a
+// Deflate zip, and a 64 MiB file as both packs.
+type readFixture struct {
+	names              []string // random order
+	raw, zstd, zipPath string
+	bigRaw, bigZstd    string
+}
+
+var (
+	readOnce sync.Once
+	readFix  readFixture
+	readErr  error
+	readDir  string
+)
+
+const nSmall = 20000
+
+func getReadFixture(b *testing.B) *readFixture {
+	readOnce.Do(func() { readErr = buildReadFixture() })
+	if readErr != nil {
+		b.Fatal(readErr)
+	}
+	return &readFix
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if readDir != "" {
+		os.RemoveAll(readDir)
+	}
+	os.Exit(code)
+}
+
+func buildReadFixture() error {
+	dir, err := os.MkdirTemp("", "packsize")
+	if err != nil {
+		return err
+	}
+	readDir = dir
+	rng := rand.New(rand.NewPCG(3, 4))
+	small := fstestTree{}
+	for i := range nSmall {
+		name := fmt.Sprintf("d%02d/f%05d.go", i%20, i)
+		small[name] = text(rng, 200+rng.IntN(3800))
+		readFix.names = append(readFix.names, name)
+	}
+	rng.Shuffle(len(readFix.names), func(i, j int) { readFix.names[i], readFix.names[j] = readFix.names[j], readFix.names[i] })
+	fsys := small.fs()
+	f := &readFix
+	f.raw, f.zstd, f.zipPath = filepath.Join(dir, "raw.pack"), filepath.Join(dir, "zstd.pack"), filepath.Join(dir, "deflate.zip")
+	if err := packwriter.WriteFile(f.raw, fsys); err != nil {
+		return err
+	}
+	if err := packwriter.WriteFile(f.zstd, fsys, packwriter.WithCompression(3)); err != nil {
+		return err
+	}
+	if err := writeZip(f.zipPath, small); err != nil {
+		return err
+	}
+	big := fstestTree{"big": text(rng, 64<<20)}
+	f.bigRaw, f.bigZstd = filepath.Join(dir, "bigraw.pack"), filepath.Join(dir, "bigzstd.pack")
+	if err := packwriter.WriteFile(f.bigRaw, big.fs()); err != nil {
+		return err
+	}
+	return packwriter.WriteFile(f.bigZstd, big.fs(), packwriter.WithCompression(3))
+}
+
+func writeZip(name string, tree fstestTree) error {
+	out, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	zw := zip.NewWriter(out)
+	zw.RegisterCompressor(zip.Deflate, func(w io.Writer) (io.WriteCloser, error) { return flate.NewWriter(w, flate.DefaultCompression) })
+	for _, n := range sortedKeys(tree) {
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: n, Method: zip.Deflate})
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(tree[n]); err != nil {
+			return err
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return out.Close()
+}
+
+type opener func() (fs.FS, func() error, error)
+
+func (f *readFixture) backends() []struct {
+	name string
+	open opener
+} {
+	pk := func(p string, opts ...packreader.Option) opener {
+		return func() (fs.FS, func() error, error) {
+			r, err := packreader.Open(p, opts...)
+			if err != nil {
+				return nil, nil, err
+			}
+			return r, r.Close, nil
+		}
+	}
+	return []struct {
+		name string
+		open opener
+	}{
+		{"pack", pk(f.raw)},
+		{"pack-zstd", pk(f.zstd)},
+		// A cache that holds every frame of the 20,000 files (40 MB).
+		{"pack-zstd-cache64M", pk(f.zstd, packreader.WithCacheSize(64<<20))},
+		{"zip-deflate", func() (fs.FS, func() error, error) {
+			z, err := zip.OpenReader(f.zipPath)
+			if err != nil {
+				return nil, nil, err
+			}
+			return z, z.Close, nil
+		}},
+	}
+}
+
+// BenchmarkRandomRead reads the 20,000 small files in a random order:
+// warm (after an untimed pass; ns per file) and cold (a fresh open and
+// one pass; ns per file reported as ns/file).
+func BenchmarkRandomRead(b *testing.B) {
+	f := getReadFixture(b)
+	for _, be := range f.backends() {
+		b.Run("state=warm/backend="+be.name, func(b *testing.B) {
+			fsys, closeFS, err := be.open()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer closeFS()
+			for _, n := range f.names {
+				if _, err := fs.ReadFile(fsys, n); err != nil {
+					b.Fatal(err)
+				}
+			}
+			i := 0
+			for b.Loop() {
+				if _, err := fs.ReadFile(fsys, f.names[i%len(f.names)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+		b.Run("state=cold/backend="+be.name, func(b *testing.B) {
+			for b.Loop() {
+				fsys, closeFS, err := be.open()
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, n := range f.names {
+					if _, err := fs.ReadFile(fsys, n); err != nil {
+						b.Fatal(err)
+					}
+				}
+				closeFS()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(f.names)), "ns/file")
+		})
+	}
+}
+
+// BenchmarkSeqRead reads the 64 MiB file whole, from a Reader opened
+// once.
+func BenchmarkSeqRead(b *testing.B) {
+	f := getReadFixture(b)
+	for _, p := range []struct{ name, path string }{{"pack", f.bigRaw}, {"pack-zstd", f.bigZstd}} {
+		b.Run("backend="+p.name, func(b *testing.B) {
+			r, err := packreader.Open(p.path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			b.SetBytes(64 << 20)
+			for b.Loop() {
+				h, err := r.Open("big")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := h.(io.WriterTo).WriteTo(io.Discard); err != nil {
+					b.Fatal(err)
+				}
+				h.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkFirstByte opens the pack, opens the 64 MiB file, reads one
+// byte and closes both.
+func BenchmarkFirstByte(b *testing.B) {
+	f := getReadFixture(b)
+	for _, p := range []struct{ name, path string }{{"pack", f.bigRaw}, {"pack-zstd", f.bigZstd}} {
+		b.Run("backend="+p.name, func(b *testing.B) {
+			var one [1]byte
+			for b.Loop() {
+				r, err := packreader.Open(p.path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				h, err := r.Open("big")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := h.Read(one[:]); err != nil {
+					b.Fatal(err)
+				}
+				h.Close()
+				r.Close()
+			}
+		})
+	}
+}
