@@ -178,9 +178,16 @@ func indexOffset(ra io.ReaderAt, size int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	version := r.Version()
 	r.Close()
-	foot := make([]byte, packformat.FooterSize)
-	if _, err := ra.ReadAt(foot, size-packformat.FooterSize); err != nil {
+	// IndexOff leads the footer of every version; only the footer's size
+	// differs.
+	footSize := int64(packformat.FooterSize)
+	if version == packformat.Version3 {
+		footSize = packformat.FooterSize3
+	}
+	foot := make([]byte, footSize)
+	if _, err := ra.ReadAt(foot, size-footSize); err != nil {
 		return 0, err
 	}
 	return int64(packformat.DecodeFooter(foot).IndexOff), nil

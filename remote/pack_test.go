@@ -145,8 +145,17 @@ func indexOff(t testing.TB, path string) int64 {
 	}
 	defer f.Close()
 	fi, _ := f.Stat()
+	// IndexOff leads the footer: 64 bytes in version 2, 128 in version 3.
+	hdr := make([]byte, 12)
+	if _, err := f.ReadAt(hdr, 0); err != nil {
+		t.Fatal(err)
+	}
+	footSize := int64(64)
+	if hdr[8] == 3 {
+		footSize = 128
+	}
 	foot := make([]byte, 8)
-	if _, err := f.ReadAt(foot, fi.Size()-64); err != nil {
+	if _, err := f.ReadAt(foot, fi.Size()-footSize); err != nil {
 		t.Fatal(err)
 	}
 	var off int64
