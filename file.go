@@ -39,23 +39,28 @@ type file struct {
 // openLower opens the file p of the lower layer i (or a snapshot's top)
 // for reading, as the caller's name.
 func (u *FS) openLower(i int, p, name string, flag int) (*file, error) {
-	lf := &file{name: name, path: p, appending: flag&os.O_APPEND != 0}
 	l := u.layers[i]
 	if _, ok := l.(layer.OpenFileFS); ok {
 		f, err := layer.OpenFile(l, p, os.O_RDONLY, 0)
 		if err != nil {
 			return nil, err
 		}
-		lf.f = f
-		return lf, nil
+		return &file{f: f, name: name, path: p, appending: flag&os.O_APPEND != 0}, nil
 	}
 	f, err := l.Open(p)
 	if err != nil {
 		return nil, err
 	}
+	return u.lowerFile(f, p, name, flag), nil
+}
+
+// lowerFile presents f, a file of a lower layer opened for reading, as
+// openLower does.
+func (u *FS) lowerFile(f fs.File, p, name string, flag int) *file {
+	lf := &file{name: name, path: p, appending: flag&os.O_APPEND != 0}
 	lf.ro = layer.MakeReadOnly(f, p)
 	lf.f = &lf.ro
-	return lf, nil
+	return lf
 }
 
 // cur locks f and returns the file it stands on now, until the caller's
@@ -189,12 +194,12 @@ func (f *file) Close() error {
 	return f.rename(err)
 }
 
-// watch registers f, a read-only handle of the lower file n, to be moved to
-// the upper copy when n is copied up. The handles of one file form a list
+// watch registers f, a read-only handle of the file path of a lower
+// layer, to be moved to the upper copy when it is copied up. The handles of one file form a list
 // threaded through them, so that opening and closing a lower file
 // allocate nothing for it.
-func (f *file) watch(u *FS, n *node) {
-	f.key = lowerKey{n.layer, n.path}
+func (f *file) watch(u *FS, layer int, path string) {
+	f.key = lowerKey{layer, path}
 	f.watching = u
 	f.listed = true
 	u.watchMu.Lock()

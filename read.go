@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/packfs/packfs/internal/pathwalk"
 	"github.com/packfs/packfs/layer"
 )
 
@@ -125,18 +126,18 @@ func (u *FS) readFast(name string) ([]byte, bool) {
 // openFast opens name for reading (flag has no write flags) on the fast
 // paths.
 func (u *FS) openFast(name string, flag int) (layer.File, bool) {
-	i, _, ok := u.fastLower(name)
-	if !ok {
-		i, _, ok = u.peek(name)
-		ok = ok && (i > 0 || u.upper == nil)
-	}
-	if ok {
-		lf, err := u.openLower(i, name, name, flag)
-		if err != nil {
-			return nil, false
+	if i, f, ok := u.openFastLower(name); ok {
+		var lf *file
+		if f != nil {
+			lf = u.lowerFile(f, name, name, flag)
+		} else {
+			var err error
+			if lf, err = u.openLower(i, name, name, flag); err != nil {
+				return nil, false
+			}
 		}
 		if u.upper != nil {
-			lf.watch(u, &node{path: name, layer: i})
+			lf.watch(u, i, name)
 		}
 		return lf, true
 	}
@@ -161,6 +162,57 @@ func (u *FS) openFast(name string, flag int) (layer.File, bool) {
 		return f, true
 	}
 	return &file{f: f, name: name, path: name, appending: flag&os.O_APPEND != 0}, true
+}
+
+// openFastLower finds a regular file of a lower layer (or a snapshot's
+// top) that answers for name on the fast paths: its layer, and the file
+// already open when the layer opens in the lookup that finds it
+// (pathwalk.OpenAtFS), so that the read costs one lookup; nil tells the
+// caller to open it by name.
+func (u *FS) openFastLower(name string) (int, fs.File, bool) {
+	if d, base, ok := u.fastDir(name); ok {
+		if oa, ok := d.la.(pathwalk.OpenAtFS); ok {
+			if f, err := oa.OpenAt(d.at, base, name); err == nil {
+				return d.layer, f, true
+			}
+		} else if _, ok := u.fileIn(d, name, base); ok {
+			return d.layer, nil, true
+		}
+	}
+	d, base, ok := u.peekDir(name)
+	if !ok {
+		return 0, nil, false
+	}
+	// The first layer that holds base answers, as in peek; a lower that
+	// opens in its lookup is asked to open it at once.
+	for k, i := range d.dirs {
+		if i > 0 || u.upper == nil {
+			if la, ok := lookupFS(u.layers[i]); ok {
+				if oa, ok := la.(pathwalk.OpenAtFS); ok {
+					f, err := oa.OpenAt(d.at[k], base, name)
+					switch {
+					case err == nil:
+						return i, f, true
+					case !isNotExist(err):
+						return 0, nil, false
+					}
+					continue
+				}
+			}
+		}
+		e, err := u.lookupIn(d, k, base)
+		switch {
+		case err == nil:
+			// The upper's own file opens through the upper (see openFast).
+			if !e.Info.Mode().IsRegular() || (i == 0 && u.upper != nil) {
+				return 0, nil, false
+			}
+			return i, nil, true
+		case !isNotExist(err):
+			return 0, nil, false
+		}
+	}
+	return 0, nil, false
 }
 
 // ReadLink returns the target of the symbolic link name.

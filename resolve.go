@@ -440,16 +440,28 @@ func (u *FS) fileIn(d *lowerDir, name, base string) (fs.FileInfo, bool) {
 // fastLower returns the layer that answers for name on the fast path, and
 // name's description there, or false when name takes the slow path.
 func (u *FS) fastLower(name string) (int, fs.FileInfo, bool) {
+	d, base, ok := u.fastDir(name)
+	if !ok {
+		return 0, nil, false
+	}
+	fi, ok := u.fileIn(d, name, base)
+	return d.layer, fi, ok
+}
+
+// fastDir returns what the fast path learned of name's directory, which
+// one lower layer alone holds, and name's last element, or false when
+// name takes the slow path: the caller looks base up in d's layer.
+func (u *FS) fastDir(name string) (d *lowerDir, base string, ok bool) {
 	slash := strings.LastIndexByte(name, '/')
 	if slash <= 0 {
-		return 0, nil, false // the root's entries merge every layer
+		return nil, "", false // the root's entries merge every layer
 	}
 	dir, base := name[:slash], name[slash+1:]
 	top := dir
 	if i := strings.IndexByte(dir, '/'); i >= 0 {
 		top = dir[:i]
 	}
-	d := u.lastDir.Load() // reads come in runs from one directory
+	d = u.lastDir.Load() // reads come in runs from one directory
 	if d == nil || d.dir != dir {
 		d = nil
 		if v, ok := u.lowerDirs.Load(dir); ok {
@@ -465,19 +477,18 @@ func (u *FS) fastLower(name string) (int, fs.FileInfo, bool) {
 			stamp = v.(*atomic.Uint64)
 		}
 		if !u.upperLacks(top, stamp) {
-			return 0, nil, false
+			return nil, "", false
 		}
 	}
 	if d == nil {
 		if d = u.learnDir(dir, top); d == nil {
-			return 0, nil, false
+			return nil, "", false
 		}
 	}
 	if d.layer < 0 || base == layer.OpaqueName || base == "." || base == ".." || base == "" {
-		return 0, nil, false
+		return nil, "", false
 	}
-	fi, ok := u.fileIn(d, name, base)
-	return d.layer, fi, ok
+	return d, base, true
 }
 
 // upperLacks reports whether the upper layer holds no entry named top at
@@ -679,18 +690,8 @@ func (u *FS) cachedDirNode(dir string, gen uint64) *node {
 // in the union, with its description, found through the directory cache;
 // false sends the caller to the other paths, which give every error.
 func (u *FS) peek(name string) (int, fs.FileInfo, bool) {
-	if len(name) >= pathwalk.MaxPath || !fs.ValidPath(name) || name == "." {
-		return 0, nil, false
-	}
-	dir, base := ".", name
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		dir, base = name[:i], name[i+1:]
-	}
-	if pathwalk.CheckElem(base) != nil || base == layer.OpaqueName {
-		return 0, nil, false
-	}
-	d := u.cachedDirNode(dir, u.mu.dirGen.Load())
-	if d == nil {
+	d, base, ok := u.peekDir(name)
+	if !ok {
 		return 0, nil, false
 	}
 	// The first layer that holds base answers, as lookupNode finds: a
@@ -709,6 +710,23 @@ func (u *FS) peek(name string) (int, fs.FileInfo, bool) {
 		}
 	}
 	return 0, nil, false
+}
+
+// peekDir returns the cached node of name's directory and name's last
+// element, or false when name takes the other paths.
+func (u *FS) peekDir(name string) (d *node, base string, ok bool) {
+	if len(name) >= pathwalk.MaxPath || !fs.ValidPath(name) || name == "." {
+		return nil, "", false
+	}
+	dir, base := ".", name
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		dir, base = name[:i], name[i+1:]
+	}
+	if pathwalk.CheckElem(base) != nil || base == layer.OpaqueName {
+		return nil, "", false
+	}
+	d = u.cachedDirNode(dir, u.mu.dirGen.Load())
+	return d, base, d != nil
 }
 
 // walkWrite is walkOpen for a writer's first walk, under the writers'
