@@ -19,17 +19,17 @@ type file struct {
 	// hideWhiteouts drops whiteouts from a directory's listing.
 	hideWhiteouts bool
 
-	// mu guards f, which a copy-up may replace, and what follows.
+	// mu guards f, which a copy-up may replace, and closed.
 	mu     sync.Mutex
 	f      layer.File
 	closed bool
-	// watching is the union whose watch list took f, a handle of the
-	// lower file key (see watch), set before f is handed out. listed,
-	// prev and next are guarded by watching.watchMu: listed is cleared
+	// listed, prev and next are guarded by bucket.mu: listed is cleared
 	// when f leaves the list.
-	watching   *FS
-	key        lowerKey
-	listed     bool
+	listed bool
+	// bucket is the watch list that took f, a handle of the file path of
+	// the lower layer lower (see watch), set before f is handed out.
+	bucket     *watchBucket
+	lower      int
 	prev, next *file
 	// ro is f for a handle of a lower layer without OpenFile, kept in
 	// the handle's own allocation.
@@ -184,50 +184,49 @@ func (f *file) Sync() error {
 
 func (f *file) Close() error {
 	f.mu.Lock()
-	u := f.watching
+	b := f.bucket
 	f.closed = true
 	err := f.f.Close()
 	f.mu.Unlock()
-	if u != nil {
-		u.unwatch(f)
+	if b != nil {
+		b.unwatch(f)
 	}
 	return f.rename(err)
 }
 
-// watch registers f, a read-only handle of the file path of a lower
-// layer, to be moved to the upper copy when it is copied up. The handles of one file form a list
-// threaded through them, so that opening and closing a lower file
-// allocate nothing for it.
-func (f *file) watch(u *FS, layer int, path string) {
-	f.key = lowerKey{layer, path}
-	f.watching = u
+// watch registers f, a read-only handle of the file f.path of the lower
+// layer, to be moved to the upper copy when it is copied up. The handles
+// of a bucket form a list threaded through them, so that opening and
+// closing a lower file allocate nothing for it.
+func (f *file) watch(u *FS, layer int) {
+	b := u.watchBucket(f.path, true)
+	f.bucket, f.lower = b, layer
+	b.mu.Lock()
 	f.listed = true
-	u.watchMu.Lock()
-	defer u.watchMu.Unlock()
-	if u.watched == nil {
-		u.watched = map[lowerKey]*file{}
+	if b.head != nil {
+		f.next, b.head.prev = b.head, f
 	}
-	if head := u.watched[f.key]; head != nil {
-		f.next, head.prev = head, f
-	}
-	u.watched[f.key] = f
+	b.head = f
+	b.mu.Unlock()
 }
 
-// unwatch takes f off the watch list, if it is still on it.
-func (u *FS) unwatch(f *file) {
-	u.watchMu.Lock()
-	defer u.watchMu.Unlock()
+// unwatch takes f off the list, if it is still on it.
+func (b *watchBucket) unwatch(f *file) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if !f.listed {
 		return // moved by a copy-up meanwhile
 	}
+	b.unlink(f)
+}
+
+// unlink takes f, listed, off the list. The caller holds b.mu.
+func (b *watchBucket) unlink(f *file) {
 	f.listed = false
-	switch {
-	case f.prev != nil:
+	if f.prev != nil {
 		f.prev.next = f.next
-	case f.next != nil:
-		u.watched[f.key] = f.next
-	default:
-		delete(u.watched, f.key)
+	} else {
+		b.head = f.next
 	}
 	if f.next != nil {
 		f.next.prev = f.prev
@@ -238,17 +237,21 @@ func (u *FS) unwatch(f *file) {
 // moveHandles points the open handles of the lower file n, just copied up,
 // at the copy, at the same offset.
 func (u *FS) moveHandles(n *node) {
-	k := lowerKey{n.layer, n.path}
-	u.watchMu.Lock()
+	b := u.watchBucket(n.path, false)
+	if b == nil {
+		return // no lower file was ever opened
+	}
+	b.mu.Lock()
 	var handles []*file
-	for h := u.watched[k]; h != nil; {
+	for h := b.head; h != nil; {
 		next := h.next
-		h.listed, h.prev, h.next = false, nil, nil
-		handles = append(handles, h)
+		if h.lower == n.layer && h.path == n.path {
+			b.unlink(h)
+			handles = append(handles, h)
+		}
 		h = next
 	}
-	delete(u.watched, k)
-	u.watchMu.Unlock()
+	b.mu.Unlock()
 	for _, h := range handles {
 		h.mu.Lock()
 		if !h.closed {

@@ -431,3 +431,68 @@ func TestIssue19OpenInLookup(t *testing.T) {
 		must(t, h.Close())
 	}
 }
+
+// TestIssue19WatchBuckets: the open handles of lower files share hash
+// buckets (more files than buckets, several handles a file, opened by the
+// fast paths and the slow one): a copy-up moves exactly the handles of
+// its own file, at their offsets, and a closed handle is left alone.
+func TestIssue19WatchBuckets(t *testing.T) {
+	const files = 700
+	l := mem.New()
+	must(t, l.Mkdir("d", 0o755))
+	must(t, l.Symlink("d", "alias"))
+	for i := range files {
+		must(t, l.WriteFile(fmt.Sprintf("d/f%d", i), []byte(fmt.Sprintf("lower %d", i)), 0o644))
+	}
+	u := packfs.New(mem.New(), packOf(t, l.Snapshot()))
+	type handle struct {
+		f    fs.File
+		i    int
+		skip int // bytes read before the copy-up
+	}
+	var open []handle
+	for i := range files {
+		name := fmt.Sprintf("d/f%d", i)
+		for k := range 2 {
+			if k == 1 && i%5 == 0 {
+				name = fmt.Sprintf("alias/f%d", i) // the slow path
+			}
+			f, err := u.Open(name)
+			must(t, err)
+			if _, err := f.Read(make([]byte, k)); err != nil && k > 0 {
+				t.Fatal(err)
+			}
+			open = append(open, handle{f, i, k})
+		}
+	}
+	closed := open[len(open)-2:] // the last file's handles, closed before its copy-up
+	for _, h := range closed {
+		must(t, h.f.Close())
+	}
+	for i := 0; i < files; i += 3 {
+		f, err := u.OpenFile(fmt.Sprintf("d/f%d", i), os.O_WRONLY|os.O_APPEND, 0)
+		must(t, err)
+		_, err = f.Write([]byte("+up"))
+		must(t, err)
+		must(t, f.Close())
+	}
+	if (files-1)%3 != 0 {
+		t.Fatal("the closed handles' file must be copied up")
+	}
+	for _, h := range open[:len(open)-2] {
+		want := fmt.Sprintf("lower %d", h.i)
+		if h.i%3 == 0 {
+			want += "+up"
+		}
+		b, err := io.ReadAll(h.f)
+		if err != nil || string(b) != want[h.skip:] {
+			t.Errorf("handle of d/f%d after %d bytes reads %q, %v; want %q", h.i, h.skip, b, err, want[h.skip:])
+		}
+		must(t, h.f.Close())
+	}
+	for _, h := range closed {
+		if _, err := h.f.Read(make([]byte, 1)); !errors.Is(err, fs.ErrClosed) {
+			t.Errorf("a handle closed before the copy-up reads: %v, want ErrClosed", err)
+		}
+	}
+}

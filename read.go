@@ -137,7 +137,7 @@ func (u *FS) openFast(name string, flag int) (layer.File, bool) {
 			}
 		}
 		if u.upper != nil {
-			lf.watch(u, i, name)
+			lf.watch(u, i)
 		}
 		return lf, true
 	}

@@ -658,14 +658,17 @@ var dirSeed = maphash.MakeSeed()
 // passes through, resolved in generation gen, or nil when dir is not a
 // directory reached without symlinks.
 func (u *FS) cachedDirNode(dir string, gen uint64) *node {
-	c := u.dcache.Load()
-	if c == nil {
-		c = new(dirCache)
-		if !u.dcache.CompareAndSwap(nil, c) {
-			c = u.dcache.Load()
+	slot := &u.rootSlot
+	if dir != "." {
+		c := u.dcache.Load()
+		if c == nil {
+			c = new(dirCache)
+			if !u.dcache.CompareAndSwap(nil, c) {
+				c = u.dcache.Load()
+			}
 		}
+		slot = &c[maphash.String(dirSeed, dir)%dirSlots]
 	}
-	slot := &c[maphash.String(dirSeed, dir)%dirSlots]
 	if cd := slot.Load(); cd != nil && cd.gen == gen && cd.dir == dir {
 		return cd.n
 	}
