@@ -421,6 +421,9 @@ type lowerDir struct {
 	la  pathwalk.LookupFS
 	at  pathwalk.Dir
 	top *atomic.Uint64 // the stamp of its first element (see upperLacks)
+	// unlearned marks a record made only for lastDir, of a directory whose
+	// first element the upper layer held: its layer is not known yet.
+	unlearned bool
 }
 
 // fileIn returns the description of base in d's layer when it is a regular
@@ -476,14 +479,21 @@ func (u *FS) fastDir(name string) (d *lowerDir, base string, ok bool) {
 		} else if v, ok := u.tops.Load(top); ok {
 			stamp = v.(*atomic.Uint64)
 		}
-		if !u.upperLacks(top, stamp) {
+		lacks, stamp := u.upperLacks(top, stamp)
+		if !lacks {
+			if d == nil && stamp != nil {
+				// Remember the stamp for the next read in dir, which
+				// then declines without a lookup of the maps.
+				u.lastDir.Store(&lowerDir{dir: dir, layer: -1, top: stamp, unlearned: true})
+			}
 			return nil, "", false
 		}
 	}
-	if d == nil {
+	if d == nil || d.unlearned {
 		if d = u.learnDir(dir, top); d == nil {
 			return nil, "", false
 		}
+		u.lastDir.Store(d)
 	}
 	if d.layer < 0 || base == layer.OpaqueName || base == "." || base == ".." || base == "" {
 		return nil, "", false
@@ -492,16 +502,16 @@ func (u *FS) fastDir(name string) (d *lowerDir, base string, ok bool) {
 }
 
 // upperLacks reports whether the upper layer holds no entry named top at
-// its root. A stamp remembers the answer for one generation of the
+// its root, and returns top's stamp when it has one. A stamp remembers the answer for one generation of the
 // writers' lock: the generation plus one, shifted left, with the low bit
 // set when the upper layer holds top. Stamps are kept for the first
 // elements of directories the fast path learned and for names the upper
 // layer holds, so that names nobody created take no room.
-func (u *FS) upperLacks(top string, stamp *atomic.Uint64) bool {
+func (u *FS) upperLacks(top string, stamp *atomic.Uint64) (bool, *atomic.Uint64) {
 	gen := u.mu.gen.Load() + 1 // a stamp of 0 was never set
 	if stamp != nil {
 		if s := stamp.Load(); s>>1 == gen {
-			return s&1 == 0
+			return s&1 == 0, stamp
 		}
 	}
 	_, err := u.upper.Lstat(top)
@@ -516,7 +526,7 @@ func (u *FS) upperLacks(top string, stamp *atomic.Uint64) bool {
 		}
 		stamp.Store(s)
 	}
-	return !has
+	return !has, stamp
 }
 
 // stamp returns the stamp of the first element top.
