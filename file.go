@@ -57,10 +57,16 @@ func (u *FS) openLower(i int, p, name string, flag int) (*file, error) {
 // lowerFile presents f, a file of a lower layer opened for reading, as
 // openLower does.
 func (u *FS) lowerFile(f fs.File, p, name string, flag int) *file {
-	lf := &file{name: name, path: p, appending: flag&os.O_APPEND != 0}
+	lf := new(file)
+	lf.init(f, p, name, flag)
+	return lf
+}
+
+// init makes lf, new, the handle lowerFile returns.
+func (lf *file) init(f fs.File, p, name string, flag int) {
+	lf.name, lf.path, lf.appending = name, p, flag&os.O_APPEND != 0
 	lf.ro = layer.MakeReadOnly(f, p)
 	lf.f = &lf.ro
-	return lf
 }
 
 // cur locks f and returns the file it stands on now, until the caller's

@@ -78,7 +78,19 @@ func (r *Reader) ReadLinkAt(dir pathwalk.Dir, name string) (_ string, err error)
 // OpenAt opens the regular file name of dir for reading in one binary
 // search, as Open would open path, which names it in the file's Stat and
 // errors. Anything else than a regular file opens nothing.
-func (r *Reader) OpenAt(dir pathwalk.Dir, name, path string) (_ fs.File, err error) {
+func (r *Reader) OpenAt(dir pathwalk.Dir, name, path string) (fs.File, error) {
+	return r.OpenAtIn(nil, dir, name, path)
+}
+
+// FileRoom is room for a file of a pack, which a caller embeds in its own
+// handle of the file so that OpenAtIn opens both in one allocation. Its
+// zero value is empty; it holds the file OpenAtIn returns until that is
+// closed.
+type FileRoom struct{ f file }
+
+// OpenAtIn is OpenAt opening the file in room (nil: a new one), which it
+// leaves as it was on error.
+func (r *Reader) OpenAtIn(room *FileRoom, dir pathwalk.Dir, name, path string) (_ fs.File, err error) {
 	g, err := r.rlock("open", path)
 	if err != nil {
 		return nil, err
@@ -101,5 +113,9 @@ func (r *Reader) OpenAt(dir pathwalk.Dir, name, path string) (_ fs.File, err err
 	case cr.Type != packformat.TypeFile:
 		return nil, pathErr("open", path, syscall.EINVAL)
 	}
-	return &file{r: r, name: path, i: ci, rc: cr}, nil
+	if room == nil {
+		room = new(FileRoom)
+	}
+	room.f = file{r: r, name: path, i: ci, rc: cr}
+	return &room.f, nil
 }
