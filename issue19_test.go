@@ -497,3 +497,121 @@ func TestIssue19WatchBuckets(t *testing.T) {
 		}
 	}
 }
+
+// TestIssue19OpenAtStacked: over two packs, and in a read-only union of a
+// pack alone, a read opens the topmost layer's file: a name only the
+// lower pack holds opens there after the upper pack's open missed (in the
+// same room), a name both hold opens in the upper pack, a whiteout in the
+// upper pack hides the lower's file, and a closed pack's error is the
+// union's.
+func TestIssue19OpenAtStacked(t *testing.T) {
+	a, b := mem.New(), mem.New()
+	for _, err := range []error{
+		a.Mkdir("m", 0o755), b.Mkdir("m", 0o755),
+		a.WriteFile("both", []byte("a"), 0o644), b.WriteFile("both", []byte("b"), 0o644),
+		a.WriteFile("m/both", []byte("a m"), 0o644), b.WriteFile("m/both", []byte("b m"), 0o644),
+		b.WriteFile("onlyb", []byte("b only"), 0o644), b.WriteFile("m/onlyb", []byte("b m only"), 0o644),
+		b.WriteFile("hidden", []byte("b hidden"), 0o644), b.WriteFile("m/hidden", []byte("b m hidden"), 0o644),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(t, a.Whiteout("hidden"))
+	must(t, a.Whiteout("m/hidden"))
+	pa, pb := packOf(t, a.Snapshot()), packOf(t, b.Snapshot())
+	u := packfs.New(mem.New(), pa, pb)
+	for _, name := range []string{"hidden", "m/hidden"} {
+		for range 2 {
+			if _, err := u.Open(name); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("Open(%s) under a whiteout of the upper pack: %v, want ErrNotExist", name, err)
+			}
+		}
+	}
+	for name, want := range map[string]string{
+		"both": "a", "m/both": "a m", "onlyb": "b only", "m/onlyb": "b m only",
+	} {
+		for range 2 {
+			f, err := u.Open(name)
+			must(t, err)
+			got, err := io.ReadAll(f)
+			if err != nil || string(got) != want {
+				t.Errorf("Open(%s) reads %q, %v; want %q", name, got, err, want)
+			}
+			must(t, f.Close())
+		}
+	}
+	ro := packfs.New(nil, pb)
+	for range 2 {
+		f, err := ro.Open("m/onlyb")
+		must(t, err)
+		if got, err := io.ReadAll(f); err != nil || string(got) != "b m only" {
+			t.Errorf("read-only union: %q, %v", got, err)
+		}
+		must(t, f.Close())
+	}
+	must(t, pb.Close())
+	if _, err := u.Open("m/onlyb"); !errors.Is(err, fs.ErrClosed) {
+		t.Errorf("Open through a closed pack: %v, want ErrClosed", err)
+	} else if pe, ok := err.(*fs.PathError); !ok || pe.Path != "m/onlyb" {
+		t.Errorf("Open through a closed pack: %v, want the union's path", err)
+	}
+}
+
+// TestIssue19WatchReadersBesideCopyUp: readers open, read and close lower
+// files (at the root and in a directory) through the fast paths while a
+// writer copies them up by appending: every read sees the lower bytes,
+// with or without the append, never anything else (a handle moved at the
+// copy-up reads on at its offset).
+func TestIssue19WatchReadersBesideCopyUp(t *testing.T) {
+	const files = 64
+	l := mem.New()
+	must(t, l.Mkdir("d", 0o755))
+	var names []string
+	for i := range files {
+		names = append(names, fmt.Sprintf("r%d", i), fmt.Sprintf("d/f%d", i))
+	}
+	for _, name := range names {
+		must(t, l.WriteFile(name, []byte("lower "+name), 0o644))
+	}
+	u := packfs.New(mem.New(), packOf(t, l.Snapshot()))
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for r := range 3 {
+		go func() {
+			for k := 0; ; k++ {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				name := names[(k*7+r)%len(names)]
+				f, err := u.Open(name)
+				if err != nil {
+					errs <- err
+					return
+				}
+				b, err := io.ReadAll(f)
+				f.Close()
+				if got, want := string(b), "lower "+name; err != nil || (got != want && got != want+"+up") {
+					errs <- fmt.Errorf("read %s: %q, %v", name, got, err)
+					return
+				}
+			}
+		}()
+	}
+	for _, name := range names {
+		f, err := u.OpenFile(name, os.O_WRONLY|os.O_APPEND, 0)
+		must(t, err)
+		_, err = f.Write([]byte("+up"))
+		must(t, err)
+		must(t, f.Close())
+	}
+	close(done)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
