@@ -13,24 +13,26 @@ import (
 // file is a layer's open file presented under the name the caller opened
 // it by, as os reports it, with errors naming that name.
 type file struct {
-	name      string
-	path      string // the layer's name for it
-	appending bool   // opened with O_APPEND, which refuses WriteAt
-	// hideWhiteouts drops whiteouts from a directory's listing.
-	hideWhiteouts bool
+	name string
+	path string // the layer's name for it
 
 	// mu guards f, which a copy-up may replace, and closed.
-	mu     sync.Mutex
-	f      layer.File
-	closed bool
+	mu sync.Mutex
+	// The small fields sit together, so that a pack's file and the
+	// union's handle of it fit one 256-byte allocation (see packFile).
+	closed    bool
+	appending bool // opened with O_APPEND, which refuses WriteAt
+	// hideWhiteouts drops whiteouts from a directory's listing.
+	hideWhiteouts bool
 	// listed, prev and next are guarded by bucket.mu: listed is cleared
 	// when f leaves the list.
 	listed bool
 	// bucket is the watch list that took f, a handle of the file path of
 	// the lower layer lower (see watch), set before f is handed out.
+	lower      int32
 	bucket     *watchBucket
-	lower      int
 	prev, next *file
+	f          layer.File
 	// ro is f for a handle of a lower layer without OpenFile, kept in
 	// the handle's own allocation.
 	ro layer.ReadOnlyFile
@@ -206,7 +208,7 @@ func (f *file) Close() error {
 // closing a lower file allocate nothing for it.
 func (f *file) watch(u *FS, layer int) {
 	b := u.watchBucket(f.path, true)
-	f.bucket, f.lower = b, layer
+	f.bucket, f.lower = b, int32(layer)
 	b.mu.Lock()
 	f.listed = true
 	if b.head != nil {
@@ -251,7 +253,7 @@ func (u *FS) moveHandles(n *node) {
 	var handles []*file
 	for h := b.head; h != nil; {
 		next := h.next
-		if h.lower == n.layer && h.path == n.path {
+		if int(h.lower) == n.layer && h.path == n.path {
 			b.unlink(h)
 			handles = append(handles, h)
 		}
