@@ -13,24 +13,26 @@ import (
 // file is a layer's open file presented under the name the caller opened
 // it by, as os reports it, with errors naming that name.
 type file struct {
-	name      string
-	path      string // the layer's name for it
-	appending bool   // opened with O_APPEND, which refuses WriteAt
+	name string
+	path string // the layer's name for it
+
+	// mu guards f, which a copy-up may replace, and closed.
+	mu sync.Mutex
+	// The small fields sit together, so that a pack's file and the
+	// union's handle of it fit one 256-byte allocation (see packFile).
+	closed    bool
+	appending bool // opened with O_APPEND, which refuses WriteAt
 	// hideWhiteouts drops whiteouts from a directory's listing.
 	hideWhiteouts bool
-
-	// mu guards f, which a copy-up may replace, and what follows.
-	mu     sync.Mutex
-	f      layer.File
-	closed bool
-	// watching is the union whose watch list took f, a handle of the
-	// lower file key (see watch), set before f is handed out. listed,
-	// prev and next are guarded by watching.watchMu: listed is cleared
+	// listed, prev and next are guarded by bucket.mu: listed is cleared
 	// when f leaves the list.
-	watching   *FS
-	key        lowerKey
-	listed     bool
+	listed bool
+	// bucket is the watch list that took f, a handle of the file path of
+	// the lower layer lower (see watch), set before f is handed out.
+	lower      int32
+	bucket     *watchBucket
 	prev, next *file
+	f          layer.File
 	// ro is f for a handle of a lower layer without OpenFile, kept in
 	// the handle's own allocation.
 	ro layer.ReadOnlyFile
@@ -39,23 +41,34 @@ type file struct {
 // openLower opens the file p of the lower layer i (or a snapshot's top)
 // for reading, as the caller's name.
 func (u *FS) openLower(i int, p, name string, flag int) (*file, error) {
-	lf := &file{name: name, path: p, appending: flag&os.O_APPEND != 0}
 	l := u.layers[i]
 	if _, ok := l.(layer.OpenFileFS); ok {
 		f, err := layer.OpenFile(l, p, os.O_RDONLY, 0)
 		if err != nil {
 			return nil, err
 		}
-		lf.f = f
-		return lf, nil
+		return &file{f: f, name: name, path: p, appending: flag&os.O_APPEND != 0}, nil
 	}
 	f, err := l.Open(p)
 	if err != nil {
 		return nil, err
 	}
+	return u.lowerFile(f, p, name, flag), nil
+}
+
+// lowerFile presents f, a file of a lower layer opened for reading, as
+// openLower does.
+func (u *FS) lowerFile(f fs.File, p, name string, flag int) *file {
+	lf := new(file)
+	lf.init(f, p, name, flag)
+	return lf
+}
+
+// init makes lf, new, the handle lowerFile returns.
+func (lf *file) init(f fs.File, p, name string, flag int) {
+	lf.name, lf.path, lf.appending = name, p, flag&os.O_APPEND != 0
 	lf.ro = layer.MakeReadOnly(f, p)
 	lf.f = &lf.ro
-	return lf, nil
 }
 
 // cur locks f and returns the file it stands on now, until the caller's
@@ -179,50 +192,49 @@ func (f *file) Sync() error {
 
 func (f *file) Close() error {
 	f.mu.Lock()
-	u := f.watching
+	b := f.bucket
 	f.closed = true
 	err := f.f.Close()
 	f.mu.Unlock()
-	if u != nil {
-		u.unwatch(f)
+	if b != nil {
+		b.unwatch(f)
 	}
 	return f.rename(err)
 }
 
-// watch registers f, a read-only handle of the lower file n, to be moved to
-// the upper copy when n is copied up. The handles of one file form a list
-// threaded through them, so that opening and closing a lower file
-// allocate nothing for it.
-func (f *file) watch(u *FS, n *node) {
-	f.key = lowerKey{n.layer, n.path}
-	f.watching = u
+// watch registers f, a read-only handle of the file f.path of the lower
+// layer, to be moved to the upper copy when it is copied up. The handles
+// of a bucket form a list threaded through them, so that opening and
+// closing a lower file allocate nothing for it.
+func (f *file) watch(u *FS, layer int) {
+	b := u.watchBucket(f.path, true)
+	f.bucket, f.lower = b, int32(layer)
+	b.mu.Lock()
 	f.listed = true
-	u.watchMu.Lock()
-	defer u.watchMu.Unlock()
-	if u.watched == nil {
-		u.watched = map[lowerKey]*file{}
+	if b.head != nil {
+		f.next, b.head.prev = b.head, f
 	}
-	if head := u.watched[f.key]; head != nil {
-		f.next, head.prev = head, f
-	}
-	u.watched[f.key] = f
+	b.head = f
+	b.mu.Unlock()
 }
 
-// unwatch takes f off the watch list, if it is still on it.
-func (u *FS) unwatch(f *file) {
-	u.watchMu.Lock()
-	defer u.watchMu.Unlock()
+// unwatch takes f off the list, if it is still on it.
+func (b *watchBucket) unwatch(f *file) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if !f.listed {
 		return // moved by a copy-up meanwhile
 	}
+	b.unlink(f)
+}
+
+// unlink takes f, listed, off the list. The caller holds b.mu.
+func (b *watchBucket) unlink(f *file) {
 	f.listed = false
-	switch {
-	case f.prev != nil:
+	if f.prev != nil {
 		f.prev.next = f.next
-	case f.next != nil:
-		u.watched[f.key] = f.next
-	default:
-		delete(u.watched, f.key)
+	} else {
+		b.head = f.next
 	}
 	if f.next != nil {
 		f.next.prev = f.prev
@@ -233,17 +245,21 @@ func (u *FS) unwatch(f *file) {
 // moveHandles points the open handles of the lower file n, just copied up,
 // at the copy, at the same offset.
 func (u *FS) moveHandles(n *node) {
-	k := lowerKey{n.layer, n.path}
-	u.watchMu.Lock()
+	b := u.watchBucket(n.path, false)
+	if b == nil {
+		return // no lower file was ever opened
+	}
+	b.mu.Lock()
 	var handles []*file
-	for h := u.watched[k]; h != nil; {
+	for h := b.head; h != nil; {
 		next := h.next
-		h.listed, h.prev, h.next = false, nil, nil
-		handles = append(handles, h)
+		if int(h.lower) == n.layer && h.path == n.path {
+			b.unlink(h)
+			handles = append(handles, h)
+		}
 		h = next
 	}
-	delete(u.watched, k)
-	u.watchMu.Unlock()
+	b.mu.Unlock()
 	for _, h := range handles {
 		h.mu.Lock()
 		if !h.closed {

@@ -59,7 +59,10 @@
 // (a copy-up, removal or rename of a directory, a mount), so that its
 // cost does not grow with the path's depth. Adding and removing files
 // keeps them, given an upper layer of package mem, whose handles follow
-// its changes.
+// its changes. A regular file of a pack opens in the lookup that finds it
+// (packreader's OpenAt), with the union's handle in the same allocation;
+// an open handle of a lower file waits for a copy-up on a short lock of
+// its path's hash bucket, which readers of other files seldom share.
 //
 // # Durability
 //

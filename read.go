@@ -11,7 +11,9 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/packfs/packfs/internal/pathwalk"
 	"github.com/packfs/packfs/layer"
+	"github.com/packfs/packfs/packreader"
 )
 
 // Open opens name for reading, following symlinks. A directory lists the
@@ -125,18 +127,15 @@ func (u *FS) readFast(name string) ([]byte, bool) {
 // openFast opens name for reading (flag has no write flags) on the fast
 // paths.
 func (u *FS) openFast(name string, flag int) (layer.File, bool) {
-	i, _, ok := u.fastLower(name)
-	if !ok {
-		i, _, ok = u.peek(name)
-		ok = ok && (i > 0 || u.upper == nil)
-	}
-	if ok {
-		lf, err := u.openLower(i, name, name, flag)
-		if err != nil {
-			return nil, false
+	if i, lf, ok := u.openFastLower(name, flag); ok {
+		if lf == nil {
+			var err error
+			if lf, err = u.openLower(i, name, name, flag); err != nil {
+				return nil, false
+			}
 		}
 		if u.upper != nil {
-			lf.watch(u, &node{path: name, layer: i})
+			lf.watch(u, i)
 		}
 		return lf, true
 	}
@@ -161,6 +160,93 @@ func (u *FS) openFast(name string, flag int) (layer.File, bool) {
 		return f, true
 	}
 	return &file{f: f, name: name, path: name, appending: flag&os.O_APPEND != 0}, true
+}
+
+// openFastLower finds a regular file of a lower layer (or a snapshot's
+// top) that answers for name on the fast paths: its layer, and the file
+// already open when the layer opens in the lookup that finds it
+// (pathwalk.OpenAtFS), so that the read costs one lookup; nil tells the
+// caller to open it by name.
+func (u *FS) openFastLower(name string, flag int) (int, *file, bool) {
+	var room *packFile // reused by the layers that miss
+	if d, base, ok := u.fastDir(name); ok {
+		if lf, opened, err := u.openAt(d.la, d.at, base, name, flag, &room); opened {
+			if err == nil {
+				return d.layer, lf, true
+			}
+		} else if _, ok := u.fileIn(d, name, base); ok {
+			return d.layer, nil, true
+		}
+	}
+	d, base, ok := u.peekDir(name)
+	if !ok {
+		return 0, nil, false
+	}
+	// The first layer that holds base answers, as in peek; a lower that
+	// opens in its lookup is asked to open it at once.
+	for k, i := range d.dirs {
+		if i > 0 || u.upper == nil {
+			if la, ok := lookupFS(u.layers[i]); ok {
+				if lf, opened, err := u.openAt(la, d.at[k], base, name, flag, &room); opened {
+					switch {
+					case err == nil:
+						return i, lf, true
+					case !isNotExist(err):
+						return 0, nil, false
+					}
+					continue
+				}
+			}
+		}
+		e, err := u.lookupIn(d, k, base)
+		switch {
+		case err == nil:
+			// The upper's own file opens through the upper (see openFast).
+			if !e.Info.Mode().IsRegular() || (i == 0 && u.upper != nil) {
+				return 0, nil, false
+			}
+			return i, nil, true
+		case !isNotExist(err):
+			return 0, nil, false
+		}
+	}
+	return 0, nil, false
+}
+
+// packFile is a handle of a file of a pack, opened with the pack's file
+// in one allocation.
+type packFile struct {
+	file
+	pack packreader.FileRoom
+}
+
+// openAt opens the regular file base of the directory dir of la (nil:
+// none), which the union knows as name, when la opens in its lookup
+// (opened); a pack opens
+// it in *room, made at the first call and kept for the next while its
+// opens miss.
+func (u *FS) openAt(la pathwalk.LookupFS, dir pathwalk.Dir, base, name string, flag int, room **packFile) (lf *file, opened bool, err error) {
+	if r, isPack := la.(*packreader.Reader); isPack {
+		if *room == nil {
+			*room = new(packFile)
+		}
+		f, err := r.OpenAtIn(&(*room).pack, dir, base, name)
+		if err != nil {
+			return nil, true, err
+		}
+		lf = &(*room).file
+		lf.init(f, name, name, flag)
+		return lf, true, nil
+	}
+	oa, ok := la.(pathwalk.OpenAtFS)
+	if !ok {
+		return nil, false, nil
+	}
+	f, err := oa.OpenAt(dir, base, name)
+	if err != nil {
+		return nil, true, err
+	}
+	return u.lowerFile(f, name, name, flag), true, nil
 }
 
 // ReadLink returns the target of the symbolic link name.

@@ -421,6 +421,9 @@ type lowerDir struct {
 	la  pathwalk.LookupFS
 	at  pathwalk.Dir
 	top *atomic.Uint64 // the stamp of its first element (see upperLacks)
+	// unlearned marks a record made only for lastDir, of a directory whose
+	// first element the upper layer held: its layer is not known yet.
+	unlearned bool
 }
 
 // fileIn returns the description of base in d's layer when it is a regular
@@ -440,16 +443,28 @@ func (u *FS) fileIn(d *lowerDir, name, base string) (fs.FileInfo, bool) {
 // fastLower returns the layer that answers for name on the fast path, and
 // name's description there, or false when name takes the slow path.
 func (u *FS) fastLower(name string) (int, fs.FileInfo, bool) {
+	d, base, ok := u.fastDir(name)
+	if !ok {
+		return 0, nil, false
+	}
+	fi, ok := u.fileIn(d, name, base)
+	return d.layer, fi, ok
+}
+
+// fastDir returns what the fast path learned of name's directory, which
+// one lower layer alone holds, and name's last element, or false when
+// name takes the slow path: the caller looks base up in d's layer.
+func (u *FS) fastDir(name string) (d *lowerDir, base string, ok bool) {
 	slash := strings.LastIndexByte(name, '/')
 	if slash <= 0 {
-		return 0, nil, false // the root's entries merge every layer
+		return nil, "", false // the root's entries merge every layer
 	}
 	dir, base := name[:slash], name[slash+1:]
 	top := dir
 	if i := strings.IndexByte(dir, '/'); i >= 0 {
 		top = dir[:i]
 	}
-	d := u.lastDir.Load() // reads come in runs from one directory
+	d = u.lastDir.Load() // reads come in runs from one directory
 	if d == nil || d.dir != dir {
 		d = nil
 		if v, ok := u.lowerDirs.Load(dir); ok {
@@ -464,33 +479,39 @@ func (u *FS) fastLower(name string) (int, fs.FileInfo, bool) {
 		} else if v, ok := u.tops.Load(top); ok {
 			stamp = v.(*atomic.Uint64)
 		}
-		if !u.upperLacks(top, stamp) {
-			return 0, nil, false
+		lacks, stamp := u.upperLacks(top, stamp)
+		if !lacks {
+			if d == nil && stamp != nil {
+				// Remember the stamp for the next read in dir, which
+				// then declines without a lookup of the maps.
+				u.lastDir.Store(&lowerDir{dir: dir, layer: -1, top: stamp, unlearned: true})
+			}
+			return nil, "", false
 		}
 	}
-	if d == nil {
+	if d == nil || d.unlearned {
 		if d = u.learnDir(dir, top); d == nil {
-			return 0, nil, false
+			return nil, "", false
 		}
+		u.lastDir.Store(d)
 	}
 	if d.layer < 0 || base == layer.OpaqueName || base == "." || base == ".." || base == "" {
-		return 0, nil, false
+		return nil, "", false
 	}
-	fi, ok := u.fileIn(d, name, base)
-	return d.layer, fi, ok
+	return d, base, true
 }
 
 // upperLacks reports whether the upper layer holds no entry named top at
-// its root. A stamp remembers the answer for one generation of the
+// its root, and returns top's stamp when it has one. A stamp remembers the answer for one generation of the
 // writers' lock: the generation plus one, shifted left, with the low bit
 // set when the upper layer holds top. Stamps are kept for the first
 // elements of directories the fast path learned and for names the upper
 // layer holds, so that names nobody created take no room.
-func (u *FS) upperLacks(top string, stamp *atomic.Uint64) bool {
+func (u *FS) upperLacks(top string, stamp *atomic.Uint64) (bool, *atomic.Uint64) {
 	gen := u.mu.gen.Load() + 1 // a stamp of 0 was never set
 	if stamp != nil {
 		if s := stamp.Load(); s>>1 == gen {
-			return s&1 == 0
+			return s&1 == 0, stamp
 		}
 	}
 	_, err := u.upper.Lstat(top)
@@ -505,7 +526,7 @@ func (u *FS) upperLacks(top string, stamp *atomic.Uint64) bool {
 		}
 		stamp.Store(s)
 	}
-	return !has
+	return !has, stamp
 }
 
 // stamp returns the stamp of the first element top.
@@ -647,14 +668,17 @@ var dirSeed = maphash.MakeSeed()
 // passes through, resolved in generation gen, or nil when dir is not a
 // directory reached without symlinks.
 func (u *FS) cachedDirNode(dir string, gen uint64) *node {
-	c := u.dcache.Load()
-	if c == nil {
-		c = new(dirCache)
-		if !u.dcache.CompareAndSwap(nil, c) {
-			c = u.dcache.Load()
+	slot := &u.rootSlot
+	if dir != "." {
+		c := u.dcache.Load()
+		if c == nil {
+			c = new(dirCache)
+			if !u.dcache.CompareAndSwap(nil, c) {
+				c = u.dcache.Load()
+			}
 		}
+		slot = &c[maphash.String(dirSeed, dir)%dirSlots]
 	}
-	slot := &c[maphash.String(dirSeed, dir)%dirSlots]
 	if cd := slot.Load(); cd != nil && cd.gen == gen && cd.dir == dir {
 		return cd.n
 	}
@@ -679,18 +703,8 @@ func (u *FS) cachedDirNode(dir string, gen uint64) *node {
 // in the union, with its description, found through the directory cache;
 // false sends the caller to the other paths, which give every error.
 func (u *FS) peek(name string) (int, fs.FileInfo, bool) {
-	if len(name) >= pathwalk.MaxPath || !fs.ValidPath(name) || name == "." {
-		return 0, nil, false
-	}
-	dir, base := ".", name
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		dir, base = name[:i], name[i+1:]
-	}
-	if pathwalk.CheckElem(base) != nil || base == layer.OpaqueName {
-		return 0, nil, false
-	}
-	d := u.cachedDirNode(dir, u.mu.dirGen.Load())
-	if d == nil {
+	d, base, ok := u.peekDir(name)
+	if !ok {
 		return 0, nil, false
 	}
 	// The first layer that holds base answers, as lookupNode finds: a
@@ -709,6 +723,23 @@ func (u *FS) peek(name string) (int, fs.FileInfo, bool) {
 		}
 	}
 	return 0, nil, false
+}
+
+// peekDir returns the cached node of name's directory and name's last
+// element, or false when name takes the other paths.
+func (u *FS) peekDir(name string) (d *node, base string, ok bool) {
+	if len(name) >= pathwalk.MaxPath || !fs.ValidPath(name) || name == "." {
+		return nil, "", false
+	}
+	dir, base := ".", name
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		dir, base = name[:i], name[i+1:]
+	}
+	if pathwalk.CheckElem(base) != nil || base == layer.OpaqueName {
+		return nil, "", false
+	}
+	d = u.cachedDirNode(dir, u.mu.dirGen.Load())
+	return d, base, d != nil
 }
 
 // walkWrite is walkOpen for a writer's first walk, under the writers'

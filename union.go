@@ -2,6 +2,7 @@ package packfs
 
 import (
 	"errors"
+	"hash/maphash"
 	"io/fs"
 	"reflect"
 	"slices"
@@ -30,9 +31,8 @@ type FS struct {
 
 	// watched holds the open read-only handles of lower files, so that a
 	// copy-up moves them to the copy: on one filesystem, a handle sees the
-	// chmod or write that a copy-up makes possible.
-	watchMu sync.Mutex
-	watched map[lowerKey]*file // the head of each lower file's list
+	// chmod or write that a copy-up makes possible. Made at the first.
+	watched atomic.Pointer[watchTable]
 
 	// dirs holds the open handles of merged directories, which list
 	// their directory at the first ReadDir: a rename or removal of it
@@ -57,6 +57,9 @@ type FS struct {
 	// dcache is the directory cache of reads (see peek), made at the
 	// first read that needs it.
 	dcache atomic.Pointer[dirCache]
+	// rootSlot is the cache's slot of the root, the directory of every
+	// name without a slash, which needs no hash.
+	rootSlot atomic.Pointer[cachedDir]
 }
 
 // writeLock is the writers' mutex, with a generation that each Unlock
@@ -81,10 +84,37 @@ func (l *writeLock) Unlock() {
 	l.Mutex.Unlock()
 }
 
-// lowerKey names a file of one lower layer.
-type lowerKey struct {
-	layer int
-	path  string
+// watchTable holds the open handles of lower files in buckets chained by
+// the hash of their paths, each with its own lock: a handle costs one hash
+// and one short critical section to open and none to close, and readers
+// of different files seldom meet on a lock. A copy-up scans one bucket,
+// whose chain holds the open handles of its files and of the few whose
+// paths share its hash.
+type watchTable [watchBuckets]watchBucket
+
+const watchBuckets = 256
+
+type watchBucket struct {
+	mu   sync.Mutex
+	head *file
+}
+
+var watchSeed = maphash.MakeSeed()
+
+// watchBucket returns the bucket of the lower file path, making the table
+// when create is set; nil when there is none.
+func (u *FS) watchBucket(path string, create bool) *watchBucket {
+	t := u.watched.Load()
+	if t == nil {
+		if !create {
+			return nil
+		}
+		t = new(watchTable)
+		if !u.watched.CompareAndSwap(nil, t) {
+			t = u.watched.Load()
+		}
+	}
+	return &t[maphash.String(watchSeed, path)%watchBuckets]
 }
 
 // New returns the union of upper over lowers, the first lower on top.

@@ -62,7 +62,7 @@ func (u *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 			return nil, layer.PathError("open", name, bare(err))
 		}
 		if u.upper != nil {
-			lf.watch(u, n)
+			lf.watch(u, n.layer)
 		}
 		return lf, nil
 	}

@@ -21,7 +21,8 @@
 // (written from layer.ModeWhiteout entries) are visible as entries of that
 // mode, and [Reader.Opaque] reports a directory's opaque flag, so a union
 // can apply them; [Reader.LookupAt] looks a name up in a directory found
-// earlier, so that a union resolves a path in one lookup per element.
+// earlier, so that a union resolves a path in one lookup per element,
+// and [Reader.OpenAt] opens a regular file there in that same lookup.
 //
 // [Reader.ReadFile] returns a copy, as fs.ReadFile's contract requires.
 // [Reader.Bytes] returns the mapped bytes themselves, valid until Close

@@ -1,13 +1,14 @@
 package packreader
 
 import (
+	"io/fs"
 	"syscall"
 
 	"github.com/packfs/packfs/internal/packformat"
 	"github.com/packfs/packfs/internal/pathwalk"
 )
 
-var _ pathwalk.LookupFS = (*Reader)(nil)
+var _ pathwalk.OpenAtFS = (*Reader)(nil)
 
 // dirAt returns the directory a LookupAt handle names: its record index
 // (nil: the root) and record. The caller holds r.mu.
@@ -72,4 +73,49 @@ func (r *Reader) ReadLinkAt(dir pathwalk.Dir, name string) (_ string, err error)
 		return "", syscall.EINVAL
 	}
 	return r.target(cr)
+}
+
+// OpenAt opens the regular file name of dir for reading in one binary
+// search, as Open would open path, which names it in the file's Stat and
+// errors. Anything else than a regular file opens nothing.
+func (r *Reader) OpenAt(dir pathwalk.Dir, name, path string) (fs.File, error) {
+	return r.OpenAtIn(nil, dir, name, path)
+}
+
+// FileRoom is room for a file of a pack, which a caller embeds in its own
+// handle of the file so that OpenAtIn opens both in one allocation. Its
+// zero value is empty; it holds the file OpenAtIn returns until that is
+// closed.
+type FileRoom struct{ f file }
+
+// OpenAtIn is OpenAt opening the file in room (nil: a new one), which it
+// leaves as it was on error.
+func (r *Reader) OpenAtIn(room *FileRoom, dir pathwalk.Dir, name, path string) (_ fs.File, err error) {
+	g, err := r.rlock("open", path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.runlock("open", path, g, &err)
+	d, dr, err := r.dirAt(dir)
+	if err != nil {
+		return nil, pathErr("open", path, err)
+	}
+	ci, cr, ok, err := r.lookup(d, dr, name)
+	switch {
+	case err != nil:
+		return nil, pathErr("open", path, err)
+	case !ok:
+		return nil, pathErr("open", path, syscall.ENOENT)
+	case cr.Type == packformat.TypeDir:
+		return nil, pathErr("open", path, syscall.EISDIR)
+	case cr.Type == packformat.TypeSymlink:
+		return nil, pathErr("open", path, syscall.ELOOP)
+	case cr.Type != packformat.TypeFile:
+		return nil, pathErr("open", path, syscall.EINVAL)
+	}
+	if room == nil {
+		room = new(FileRoom)
+	}
+	room.f = file{r: r, name: path, i: ci, rc: cr}
+	return &room.f, nil
 }

@@ -220,3 +220,15 @@ type LookupFS interface {
 	// ReadLinkAt returns the target of the symlink name of dir.
 	ReadLinkAt(dir Dir, name string) (string, error)
 }
+
+// OpenAtFS is a LookupFS that also opens a regular file of a directory it
+// found, for reading, in the same one lookup: a union's read of a small
+// file then costs the layer's own open, not a lookup and a walk.
+type OpenAtFS interface {
+	LookupFS
+	// OpenAt opens the entry name, one element, of the directory dir,
+	// known as path in the file's Stat and errors, without following a
+	// symlink. A missing entry is ENOENT; an entry that is no regular
+	// file is an error too (EISDIR, ELOOP or EINVAL), and opens nothing.
+	OpenAt(dir Dir, name, path string) (fs.File, error)
+}
