@@ -193,12 +193,20 @@ func (f *file) Close() error {
 // the upper copy when n is copied up. The handles of one file form a list
 // threaded through them, so that opening and closing a lower file
 // allocate nothing for it.
-func (f *file) watch(u *FS, n *node) {
+//
+// seen is u.copyUps as loaded before the walk that found n. A copy-up
+// since then may have moved the handles of n before f was on the list,
+// leaving f on a lower file that the union no longer shows: then watch
+// registers nothing and reports false, and the caller opens again.
+func (f *file) watch(u *FS, n *node, seen uint64) bool {
+	u.watchMu.Lock()
+	defer u.watchMu.Unlock()
+	if u.copyUps.Load() != seen {
+		return false
+	}
 	f.key = lowerKey{n.layer, n.path}
 	f.watching = u
 	f.listed = true
-	u.watchMu.Lock()
-	defer u.watchMu.Unlock()
 	if u.watched == nil {
 		u.watched = map[lowerKey]*file{}
 	}
@@ -206,6 +214,7 @@ func (f *file) watch(u *FS, n *node) {
 		f.next, head.prev = head, f
 	}
 	u.watched[f.key] = f
+	return true
 }
 
 // unwatch takes f off the watch list, if it is still on it.
@@ -235,6 +244,7 @@ func (u *FS) unwatch(f *file) {
 func (u *FS) moveHandles(n *node) {
 	k := lowerKey{n.layer, n.path}
 	u.watchMu.Lock()
+	u.copyUps.Add(1)
 	var handles []*file
 	for h := u.watched[k]; h != nil; {
 		next := h.next

@@ -3,6 +3,7 @@ package packfs_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -483,5 +484,55 @@ func TestIssue19ProbeSymlinkSwap(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestIssue19ProbeOpenBesideCopyUp: a read-only open of a lower file that
+// runs beside the copy-up of that file (a writer's open for writing, which
+// then writes) gives a handle that reads the write once it is done,
+// whichever of the two opens came first: the handle follows the copy-up,
+// or it was opened on the copy.
+func TestIssue19ProbeOpenBesideCopyUp(t *testing.T) {
+	files := 3000
+	if testing.Short() || raceEnabled {
+		files = 600
+	}
+	low := mem.New()
+	mustDo(t, low.Mkdir("m", 0o755))
+	for i := range files {
+		mustDo(t, low.WriteFile(fmt.Sprintf("m/f%d", i), []byte("lower"), 0o644))
+	}
+	u := packfs.New(mem.New(), low.Snapshot())
+	mustDo(t, u.WriteFile("m/up", nil, 0o644))
+	stale := 0
+	for i := range files {
+		name := fmt.Sprintf("m/f%d", i)
+		opened := make(chan fs.File)
+		go func() {
+			f, err := u.Open(name)
+			if err != nil {
+				t.Error(err)
+			}
+			opened <- f
+		}()
+		w, err := u.OpenFile(name, os.O_WRONLY, 0)
+		mustDo(t, err)
+		_, err = w.WriteAt([]byte("UPPER"), 0)
+		mustDo(t, err)
+		mustDo(t, w.Close())
+		f := <-opened
+		if f == nil {
+			t.FailNow()
+		}
+		buf := make([]byte, 5)
+		_, err = f.(io.ReaderAt).ReadAt(buf, 0)
+		mustDo(t, err)
+		f.Close()
+		if string(buf) != "UPPER" {
+			stale++
+		}
+	}
+	if stale > 0 {
+		t.Fatalf("%d of %d handles opened beside a copy-up read the lower file after the write", stale, files)
 	}
 }

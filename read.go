@@ -125,6 +125,7 @@ func (u *FS) readFast(name string) ([]byte, bool) {
 // openFast opens name for reading (flag has no write flags) on the fast
 // paths.
 func (u *FS) openFast(name string, flag int) (layer.File, bool) {
+	seen := u.copyUps.Load()
 	i, _, ok := u.fastLower(name)
 	if !ok {
 		i, _, ok = u.peek(name)
@@ -135,8 +136,9 @@ func (u *FS) openFast(name string, flag int) (layer.File, bool) {
 		if err != nil {
 			return nil, false
 		}
-		if u.upper != nil {
-			lf.watch(u, &node{path: name, layer: i})
+		if u.upper != nil && !lf.watch(u, &node{path: name, layer: i}, seen) {
+			lf.f.Close()
+			return nil, false // copied up meanwhile: the slow path opens the copy
 		}
 		return lf, true
 	}

@@ -33,6 +33,9 @@ type FS struct {
 	// chmod or write that a copy-up makes possible.
 	watchMu sync.Mutex
 	watched map[lowerKey]*file // the head of each lower file's list
+	// copyUps counts the copy-ups that moved handles, added to under
+	// watchMu, so that an open racing one can tell (see file.watch).
+	copyUps atomic.Uint64
 
 	// dirs holds the open handles of merged directories, which list
 	// their directory at the first ReadDir: a rename or removal of it
