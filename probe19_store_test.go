@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/packfs/packfs"
+	"github.com/packfs/packfs/aferoadapter"
 	"github.com/packfs/packfs/layer/mem"
 	"github.com/packfs/packfs/vfs/vfstest"
 )
@@ -471,4 +472,206 @@ func TestIssue19ProbeReadOnlyBesideUndo(t *testing.T) {
 			t.Fatalf("a read-only open reads pa=%q (%v), pb=%q (%v)", pa, aerr, pb, berr)
 		}
 	}
+}
+
+// TestIssue19ProbeAdapterBesideUndo: the afero adapter over a store,
+// whose walks hold the store's directory handles, resolves decorated
+// names beside transactions that commit and fail (each of which replaces
+// the tree those handles came from) and beside checkpoints: the names
+// always resolve (readers see the state before a transaction, where d/e
+// stands), never with ErrUnsupported, and no undone stamp ever shows to a
+// read that starts after the change.
+func TestIssue19ProbeAdapterBesideUndo(t *testing.T) {
+	rounds := 300
+	if testing.Short() || raceEnabled {
+		rounds = 100
+	}
+	s, err := packfs.Open("", &packfs.Options{FS: vfstest.NewMemFS(), CheckpointBytes: 64 << 10})
+	mustDo(t, err)
+	defer s.Close()
+	mustDo(t, s.MkdirAll("d/e", 0o755))
+	mustDo(t, s.WriteFile("d/e/f", []byte("0"), 0o644))
+	mustDo(t, s.Symlink("d/e", "l"))
+	af := aferoadapter.New(s)
+	done := make(chan error, 1)
+	go func() {
+		defer close(done)
+		errNo := errors.New("no")
+		for i := 1; i <= rounds; i++ {
+			undo := i%2 == 0
+			v := fmt.Appendf(nil, "%d", i)
+			if undo {
+				v = []byte("undone")
+			}
+			err := s.Update(func(tx *packfs.Tx) error {
+				if err := tx.Rename("d/e", "d/tmp"); err != nil {
+					return err
+				}
+				if err := tx.WriteFile("d/tmp/f", v, 0o644); err != nil {
+					return err
+				}
+				if err := tx.Rename("d/tmp", "d/e"); err != nil {
+					return err
+				}
+				if undo {
+					return errNo
+				}
+				return nil
+			})
+			if undo != (err != nil) || (undo && !errors.Is(err, errNo)) {
+				done <- fmt.Errorf("round %d: Update = %v", i, err)
+				return
+			}
+			if i%40 == 0 {
+				if err := s.Checkpoint(); err != nil {
+					done <- err
+					return
+				}
+			}
+		}
+	}()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			return
+		default:
+		}
+		for _, name := range []string{"/d/e/f", "/d/../d/e/./f", "/l/f", "/l/../e/f", "d//e/f"} {
+			f, err := af.Open(name)
+			if err != nil {
+				<-done
+				t.Fatalf("afero Open(%s): %v", name, err)
+			}
+			// A file opened before a transaction reads its changes as
+			// they are made (see Store.Update): it only has to read.
+			_, err = io.ReadAll(f)
+			f.Close()
+			if err != nil {
+				<-done
+				t.Fatalf("afero read of %s: %v", name, err)
+			}
+			if data, err := s.ReadFile("l/f"); err != nil || string(data) == "undone" {
+				<-done
+				t.Fatalf("ReadFile(l/f) = %q, %v", data, err)
+			}
+			if _, err := af.Stat(name); err != nil {
+				<-done
+				t.Fatalf("afero Stat(%s): %v", name, err)
+			}
+		}
+	}
+}
+
+// TestIssue19ProbeOpenBesideTransaction: an open for reading that runs
+// beside a transaction opens the name in the state before it or after
+// it, never in the middle: here d/e, which every transaction renames away
+// and back, is always there to open. Store.OpenFile took the live union
+// without the check readView makes, and so walked it mid-transaction.
+func TestIssue19ProbeOpenBesideTransaction(t *testing.T) {
+	rounds := 400
+	if testing.Short() || raceEnabled {
+		rounds = 150
+	}
+	s, err := packfs.Open("", &packfs.Options{FS: vfstest.NewMemFS(), Sync: packfs.SyncNone, CheckpointBytes: -1})
+	mustDo(t, err)
+	defer s.Close()
+	mustDo(t, s.MkdirAll("d/e", 0o755))
+	mustDo(t, s.WriteFile("d/e/f", []byte("0"), 0o644))
+	var stop atomicInt
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for stop.Load() == 0 {
+				f, err := s.Open("d/e/f")
+				if err != nil {
+					errs <- err
+					return
+				}
+				f.Close()
+			}
+		}()
+	}
+	errNo := errors.New("no")
+	for i := range rounds {
+		err := s.Update(func(tx *packfs.Tx) error {
+			mustDo(t, tx.Rename("d/e", "d/tmp"))
+			for k := range 20 {
+				mustDo(t, tx.WriteFile(fmt.Sprintf("d/tmp/g%d", k), []byte("g"), 0o644))
+			}
+			mustDo(t, tx.Rename("d/tmp", "d/e"))
+			if i%2 == 0 {
+				return errNo
+			}
+			return nil
+		})
+		if i%2 == 0 && !errors.Is(err, errNo) || i%2 == 1 && err != nil {
+			t.Fatalf("round %d: Update = %v", i, err)
+		}
+		if len(errs) > 0 {
+			break
+		}
+	}
+	stop.Store(1)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("Open beside a transaction: %v", err)
+	}
+}
+
+// TestIssue19ProbeStoreSub: a store's Sub reads the store as it is at each
+// read. It was bound to the union of the moment it was made, and so,
+// after an undone transaction replaced that union, showed the undone
+// file and missed every later change.
+func TestIssue19ProbeStoreSub(t *testing.T) {
+	s, err := packfs.Open("", &packfs.Options{FS: vfstest.NewMemFS()})
+	mustDo(t, err)
+	defer s.Close()
+	mustDo(t, s.MkdirAll("d", 0o755))
+	sub, err := s.Sub("d")
+	mustDo(t, err)
+	errNo := errors.New("no")
+	if err := s.Update(func(tx *packfs.Tx) error {
+		mustDo(t, tx.WriteFile("d/undone", []byte("u"), 0o644))
+		return errNo
+	}); !errors.Is(err, errNo) {
+		t.Fatalf("Update = %v", err)
+	}
+	mustDo(t, s.WriteFile("d/later", []byte("l"), 0o644))
+	mustDo(t, s.Symlink("later", "d/link"))
+	mustDo(t, s.Checkpoint())
+	mustDo(t, s.WriteFile("d/after", []byte("a"), 0o644))
+	if _, err := fs.Stat(sub, "undone"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Sub: Stat(undone) = %v, want ErrNotExist", err)
+	}
+	for _, n := range []string{"later", "link", "after"} {
+		if data, err := fs.ReadFile(sub, n); err != nil {
+			t.Errorf("Sub: ReadFile(%s) = %q, %v", n, data, err)
+		}
+	}
+	if tgt, err := fs.ReadLink(sub, "link"); err != nil || tgt != "later" {
+		t.Errorf("Sub: ReadLink(link) = %q, %v", tgt, err)
+	}
+	if got := probeTreeSum(t, sub); got != probeTreeSum(t, mustSub(t, s.Snapshot, "d")) {
+		t.Errorf("Sub lists\n%s", got)
+	}
+	mustDo(t, s.Close())
+	if _, err := fs.Stat(sub, "later"); !errors.Is(err, fs.ErrClosed) {
+		t.Errorf("Sub of a closed store: %v, want ErrClosed", err)
+	}
+}
+
+func mustSub(t *testing.T, snap func() (*packfs.FS, error), dir string) fs.FS {
+	t.Helper()
+	f, err := snap()
+	mustDo(t, err)
+	sub, err := fs.Sub(f, dir)
+	mustDo(t, err)
+	return sub
 }

@@ -39,15 +39,29 @@ const noFollow = syscall.O_NOFOLLOW
 
 func (h *storeFile) file() layer.File { return h.f.Load().File }
 
+// openView opens name for reading in the union readers see, as readView
+// reads it: an open of the live union that a transaction began or ended
+// beside may have walked part of it (a directory renamed away, a file it
+// made), so that file is closed and the name opened again.
+func (s *Store) openView(name string, flag int, perm fs.FileMode) (layer.File, error) {
+	var f layer.File
+	_, err := readView(s, "open", name, func(u *FS) (struct{}, error) {
+		if f != nil {
+			f.Close() // opened beside a transaction: again
+			f = nil
+		}
+		var err error
+		f, err = u.OpenFile(name, flag, perm)
+		return struct{}{}, err
+	})
+	return f, err
+}
+
 // OpenFile opens name with os.OpenFile's flags. An open for writing is
 // logged when it creates or truncates.
 func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, error) {
 	if flag&writeFlags == 0 {
-		u, err := s.view("open", name)
-		if err != nil {
-			return nil, err
-		}
-		f, err := u.OpenFile(name, flag, perm)
+		f, err := s.openView(name, flag, perm)
 		if err != nil {
 			return nil, err
 		}
