@@ -675,3 +675,70 @@ func mustSub(t *testing.T, snap func() (*packfs.FS, error), dir string) fs.FS {
 	mustDo(t, err)
 	return sub
 }
+
+// TestIssue19ProbeDirBesideUndo: a directory opened from a store before an
+// undone transaction, a checkpoint or a committed rename of it lists, at
+// its first ReadDir, the directory as it is then, as on Linux: it was left
+// on the union of the moment, and so listed the undone transaction's file
+// and missed every change after that union was replaced. A listing once
+// begun is kept.
+func TestIssue19ProbeDirBesideUndo(t *testing.T) {
+	for _, merged := range []bool{false, true} {
+		s, err := packfs.Open("", &packfs.Options{FS: vfstest.NewMemFS()})
+		mustDo(t, err)
+		mustDo(t, s.MkdirAll("d", 0o755))
+		mustDo(t, s.WriteFile("d/a", nil, 0o644))
+		if merged {
+			mustDo(t, s.Checkpoint())
+			mustDo(t, s.WriteFile("d/b", nil, 0o644))
+		}
+		list := func(f fs.File, n int) string {
+			t.Helper()
+			ents, err := f.(fs.ReadDirFile).ReadDir(n)
+			if err != nil && err != io.EOF {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+			return strings.Join(names, " ")
+		}
+		undone, err := s.Open("d")
+		mustDo(t, err)
+		begun, err := s.Open("d")
+		mustDo(t, err)
+		first := list(begun, 1)
+		errNo := errors.New("no")
+		if err := s.Update(func(tx *packfs.Tx) error {
+			mustDo(t, tx.WriteFile("d/undone", nil, 0o644))
+			mustDo(t, tx.Rename("d", "moved"))
+			return errNo
+		}); !errors.Is(err, errNo) {
+			t.Fatalf("Update = %v", err)
+		}
+		mustDo(t, s.WriteFile("d/later", nil, 0o644))
+		ckpt, err := s.Open("d")
+		mustDo(t, err)
+		mustDo(t, s.Checkpoint())
+		mustDo(t, s.WriteFile("d/after", nil, 0o644))
+		mustDo(t, s.Rename("d", "e"))
+		mustDo(t, s.WriteFile("e/renamed", nil, 0o644))
+		want := "a after b later renamed"
+		if !merged {
+			want = "a after later renamed"
+		}
+		for what, f := range map[string]fs.File{"before an undone transaction": undone, "before a checkpoint": ckpt} {
+			if got := list(f, -1); got != want {
+				t.Errorf("merged %v: a directory opened %s lists %q, want %q", merged, what, got, want)
+			}
+			f.Close()
+		}
+		rest := list(begun, -1)
+		if merged && (first != "a" || rest != "b") || !merged && (first != "a" || rest != "") {
+			t.Errorf("merged %v: a listing begun before lists %q then %q", merged, first, rest)
+		}
+		begun.Close()
+		mustDo(t, s.Close())
+	}
+}
