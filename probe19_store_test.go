@@ -84,7 +84,7 @@ func (c probeChange) apply(w probeWriter) error {
 }
 
 // copyTree makes dst hold what src holds.
-func copyTree(t *testing.T, dst *mem.FS, src fs.FS) {
+func copyTree(t *testing.T, dst probeWriter, src fs.FS) {
 	t.Helper()
 	err := fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == "." {

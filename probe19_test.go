@@ -20,6 +20,7 @@ import (
 	"github.com/packfs/packfs/layer/mem"
 	"github.com/packfs/packfs/packreader"
 	"github.com/packfs/packfs/packwriter"
+	"github.com/packfs/packfs/vfs/vfstest"
 )
 
 // Hostile probes of the union's directory cache and the store's
@@ -307,10 +308,6 @@ func probeTree(t *testing.T, fsys fs.FS) []string {
 // snapshot it took after loading s; and a snapshot read again later gives
 // the same answer.
 func TestIssue19ProbeUnionLinearReads(t *testing.T) {
-	steps := 600
-	if testing.Short() {
-		steps = 200
-	}
 	const hot = 70
 	low := mem.New()
 	mustDo(t, low.Mkdir("m", 0o755))
@@ -319,8 +316,34 @@ func TestIssue19ProbeUnionLinearReads(t *testing.T) {
 		mustDo(t, low.Mkdir(fmt.Sprintf("h%d", i), 0o755))
 		mustDo(t, low.WriteFile(fmt.Sprintf("h%d/f", i), []byte("h"), 0o644))
 	}
-	u := packfs.New(mem.New(), low.Snapshot())
-	mustDo(t, u.WriteFile("m/up", []byte("u"), 0o644)) // m merges
+	t.Run("union", func(t *testing.T) {
+		u := packfs.New(mem.New(), low.Snapshot())
+		mustDo(t, u.WriteFile("m/up", []byte("u"), 0o644)) // m merges
+		probeLinearReads(t, u, hot)
+	})
+	t.Run("store", func(t *testing.T) {
+		s, err := packfs.Open("", &packfs.Options{FS: vfstest.NewMemFS(), Sync: packfs.SyncNone, CheckpointBytes: 256 << 10})
+		mustDo(t, err)
+		defer s.Close()
+		copyTree(t, s, low.Snapshot())
+		mustDo(t, s.Checkpoint())
+		mustDo(t, s.WriteFile("m/up", []byte("u"), 0o644)) // m merges
+		probeLinearReads(t, s, hot)
+	})
+}
+
+// linearFS is what probeLinearReads writes through: a union or a store.
+type linearFS interface {
+	fs.FS
+	probeWriter
+	Snapshot() (*packfs.FS, error)
+}
+
+func probeLinearReads(t *testing.T, u linearFS, hot int) {
+	steps := 600
+	if testing.Short() {
+		steps = 200
+	}
 	dirs := []string{".", "m", "p"}
 	join := func(d, n string) string {
 		if d == "." {
