@@ -206,16 +206,26 @@ func (f *file) Close() error {
 // layer, to be moved to the upper copy when it is copied up. The handles
 // of a bucket form a list threaded through them, so that opening and
 // closing a lower file allocate nothing for it.
-func (f *file) watch(u *FS, layer int) {
+//
+// seen is u.copyUps as loaded before the walk that found the file. A
+// copy-up since then may have moved the file's handles before f was on
+// the list, leaving f on a lower file that the union no longer shows:
+// then watch registers nothing and reports false, and the caller opens
+// again.
+func (f *file) watch(u *FS, layer int, seen uint64) bool {
 	b := u.watchBucket(f.path, true)
-	f.bucket, f.lower = b, int32(layer)
 	b.mu.Lock()
+	defer b.mu.Unlock()
+	if u.copyUps.Load() != seen {
+		return false
+	}
+	f.bucket, f.lower = b, int32(layer)
 	f.listed = true
 	if b.head != nil {
 		f.next, b.head.prev = b.head, f
 	}
 	b.head = f
-	b.mu.Unlock()
+	return true
 }
 
 // unwatch takes f off the list, if it is still on it.
@@ -245,6 +255,9 @@ func (b *watchBucket) unlink(f *file) {
 // moveHandles points the open handles of the lower file n, just copied up,
 // at the copy, at the same offset.
 func (u *FS) moveHandles(n *node) {
+	// Counted before the bucket is locked (and even when there is none
+	// yet): a watch that locks it after this sees the count move.
+	u.copyUps.Add(1)
 	b := u.watchBucket(n.path, false)
 	if b == nil {
 		return // no lower file was ever opened

@@ -22,7 +22,7 @@
 //     aside and published in one step, so that readers and snapshots see
 //     the lower file or the whole copy, never a part; other upper layers
 //     get it step by step, streamed. A read-only handle opened before the
-//     copy-up follows it.
+//     copy-up follows it; one whose open runs beside it ends on the copy.
 //   - Removing a name a lower layer holds records a whiteout in the upper
 //     layer, so the lower version never comes back. RemoveAll of a
 //     directory costs one upper operation and one whiteout, whatever it

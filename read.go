@@ -127,6 +127,7 @@ func (u *FS) readFast(name string) ([]byte, bool) {
 // openFast opens name for reading (flag has no write flags) on the fast
 // paths.
 func (u *FS) openFast(name string, flag int) (layer.File, bool) {
+	seen := u.copyUps.Load()
 	if i, lf, ok := u.openFastLower(name, flag); ok {
 		if lf == nil {
 			var err error
@@ -134,8 +135,9 @@ func (u *FS) openFast(name string, flag int) (layer.File, bool) {
 				return nil, false
 			}
 		}
-		if u.upper != nil {
-			lf.watch(u, i)
+		if u.upper != nil && !lf.watch(u, i, seen) {
+			lf.f.Close()
+			return nil, false // copied up meanwhile: the slow path opens the copy
 		}
 		return lf, true
 	}

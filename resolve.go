@@ -25,6 +25,7 @@ type node struct {
 	name   string      // its name in parent
 	info   fs.FileInfo // the topmost entry; nil when the name does not exist
 	layer  int         // the layer holding info
+	target string      // a symlink's target, when its layer gave it (see pathwalk.Entry)
 	dirs   []int       // a directory: the layers merged, top first
 	// at holds, for each of dirs, that layer's handle on the directory
 	// (see pathwalk.LookupFS), and pat the parent's handle in layer.
@@ -162,7 +163,7 @@ func (u *FS) lookupNode(dir *node, name string) (*node, error) {
 			break
 		}
 		if n.info == nil {
-			n.info, n.layer, n.pat = fi, i, dir.at[k]
+			n.info, n.layer, n.pat, n.target = fi, i, dir.at[k], e.Target
 		} else if !fi.IsDir() || !n.info.IsDir() {
 			break // only directories merge
 		}
@@ -220,6 +221,9 @@ func (u *FS) lowerHas(dir *node, name string) bool {
 func (u *FS) readLink(n *node) (string, error) {
 	if pathwalk.TooLong(n.info.Size()) {
 		return "", syscall.ENAMETOOLONG
+	}
+	if n.target != "" {
+		return n.target, nil
 	}
 	l := u.layers[n.layer]
 	if la, ok := lookupFS(l); ok && n.parent != nil {
@@ -592,7 +596,7 @@ func (u *FS) LookupAt(dir pathwalk.Dir, name string) (pathwalk.Entry, error) {
 	case !n.exists():
 		return pathwalk.Entry{}, syscall.ENOENT
 	}
-	e := pathwalk.Entry{Info: named(n.info, name)}
+	e := pathwalk.Entry{Info: named(n.info, name), Target: n.target}
 	if n.isDir() {
 		e.Dir = n
 	}

@@ -875,13 +875,26 @@ func (s *Store) dirIn(u *FS, dir pathwalk.Dir) (pathwalk.Dir, error) {
 	return nil, errors.ErrUnsupported
 }
 
+// Sub returns the store's subtree dir, read through the store as it is at
+// each read: not through the union of the moment, which an undone
+// transaction, a checkpoint or a reopen of the log replaces.
 func (s *Store) Sub(dir string) (fs.FS, error) {
-	u, err := s.view("sub", dir)
-	if err != nil {
+	if _, err := s.view("sub", dir); err != nil {
 		return nil, err
 	}
-	return fs.Sub(u, dir)
+	return fs.Sub(storeReads{s}, dir)
 }
+
+// storeReads is the store's reads without its Sub, for fs.Sub to wrap.
+type storeReads struct{ s *Store }
+
+func (r storeReads) Open(name string) (fs.File, error)          { return r.s.Open(name) }
+func (r storeReads) Stat(name string) (fs.FileInfo, error)      { return r.s.Stat(name) }
+func (r storeReads) Lstat(name string) (fs.FileInfo, error)     { return r.s.Lstat(name) }
+func (r storeReads) ReadDir(name string) ([]fs.DirEntry, error) { return r.s.ReadDir(name) }
+func (r storeReads) ReadFile(name string) ([]byte, error)       { return r.s.ReadFile(name) }
+func (r storeReads) ReadLink(name string) (string, error)       { return r.s.ReadLink(name) }
+func (r storeReads) Glob(pattern string) ([]string, error)      { return r.s.Glob(pattern) }
 
 func (s *Store) Whiteout(name string) error { return layer.Unsupported("whiteout", name) }
 func (s *Store) Create(name string) (layer.File, error) {

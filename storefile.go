@@ -31,6 +31,9 @@ type storeFile struct {
 	// file nor moves the offset after it was taken. Writes need not take
 	// it: they and moves both hold s.wmu.
 	mu sync.RWMutex
+	// listed: a directory that has begun its listing, which it keeps
+	// wherever the store moves (a move opens the directory again).
+	listed atomic.Bool
 }
 
 type fileRef struct{ layer.File }
@@ -39,25 +42,31 @@ const noFollow = syscall.O_NOFOLLOW
 
 func (h *storeFile) file() layer.File { return h.f.Load().File }
 
+// openView opens name for reading in the union readers see, as readView
+// reads it: an open of the live union that a transaction began or ended
+// beside may have walked part of it (a directory renamed away, a file it
+// made), so that file is closed and the name opened again.
+func (s *Store) openView(name string, flag int, perm fs.FileMode) (layer.File, error) {
+	var f layer.File
+	_, err := readView(s, "open", name, func(u *FS) (struct{}, error) {
+		if f != nil {
+			f.Close() // opened beside a transaction: again
+			f = nil
+		}
+		var err error
+		f, err = u.OpenFile(name, flag, perm)
+		return struct{}{}, err
+	})
+	return f, err
+}
+
 // OpenFile opens name with os.OpenFile's flags. An open for writing is
 // logged when it creates or truncates.
 func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, error) {
 	if flag&writeFlags == 0 {
-		u, err := s.view("open", name)
+		f, err := s.openView(name, flag, perm)
 		if err != nil {
 			return nil, err
-		}
-		f, err := u.OpenFile(name, flag, perm)
-		if err != nil {
-			return nil, err
-		}
-		switch uf := f.(type) {
-		case *dir:
-			return f, nil // a listing: it lists what it lists
-		case *file:
-			if uf.hideWhiteouts {
-				return f, nil
-			}
 		}
 		h := &storeFile{s: s, name: name, flag: flag, path: ownPath(f, name)}
 		h.f.Store(&fileRef{f})
@@ -108,7 +117,12 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 // opened by name itself. Taking it from the handle spares a second walk
 // of name before the open.
 func ownPath(f layer.File, name string) string {
-	if uf, ok := f.(*file); ok {
+	switch uf := f.(type) {
+	case *file:
+		return uf.path
+	case *dir:
+		uf.mu.Lock()
+		defer uf.mu.Unlock()
 		return uf.path
 	}
 	return name
@@ -167,7 +181,11 @@ func (h *storeFile) ReadDir(n int) ([]fs.DirEntry, error) {
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	return h.file().ReadDir(n)
+	ents, err := h.file().ReadDir(n)
+	if err == nil || err == io.EOF {
+		h.listed.Store(true)
+	}
+	return ents, err
 }
 
 func (h *storeFile) WriteString(s string) (int, error)            { return h.Write([]byte(s)) }
@@ -298,6 +316,9 @@ func (h *storeFile) moveTo(u *FS) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.listed.Load() {
+		return
+	}
 	old := h.file()
 	nf, err := u.OpenFile(h.path, h.flag&^(os.O_CREATE|os.O_EXCL|os.O_TRUNC), 0)
 	if err != nil {

@@ -35,7 +35,8 @@ type Tx struct {
 // commits. Each change applies once, to the store's own tree, as fn makes
 // it, while readers see the state before the transaction: so a file
 // opened before the transaction sees its changes as they are made, and
-// sees them go again if the transaction does not commit.
+// sees them go again if the transaction does not commit. So does a
+// directory opened before it, in the listing its first ReadDir takes.
 //
 // fn must change the store only through tx: a change of the store itself
 // made inside fn (s.WriteFile, a write to a file of s, s.Update,

@@ -33,6 +33,10 @@ type FS struct {
 	// copy-up moves them to the copy: on one filesystem, a handle sees the
 	// chmod or write that a copy-up makes possible. Made at the first.
 	watched atomic.Pointer[watchTable]
+	// copyUps counts the copy-ups that moved handles, added to before a
+	// copy-up takes its bucket's lock, so that an open racing one can
+	// tell (see file.watch).
+	copyUps atomic.Uint64
 
 	// dirs holds the open handles of merged directories, which list
 	// their directory at the first ReadDir: a rename or removal of it

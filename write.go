@@ -29,6 +29,15 @@ func (u *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 		if f, ok := u.openFast(name, flag); ok {
 			return f, nil
 		}
+		return u.openRead(name, flag)
+	}
+	return u.openWrite(name, flag, perm)
+}
+
+// openRead is OpenFile for reading, on the slow path.
+func (u *FS) openRead(name string, flag int) (layer.File, error) {
+	for {
+		seen := u.copyUps.Load()
 		_, n, err := u.walk(name, flag&syscall.O_NOFOLLOW == 0)
 		switch {
 		case err != nil:
@@ -61,11 +70,15 @@ func (u *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 		if err != nil {
 			return nil, layer.PathError("open", name, bare(err))
 		}
-		if u.upper != nil {
-			lf.watch(u, n.layer)
+		if u.upper == nil || lf.watch(u, n.layer, seen) {
+			return lf, nil
 		}
-		return lf, nil
+		lf.f.Close() // copied up meanwhile: open the copy
 	}
+}
+
+// openWrite is OpenFile for writing.
+func (u *FS) openWrite(name string, flag int, perm fs.FileMode) (layer.File, error) {
 	if err := layer.CheckPath(name); err != nil {
 		return nil, layer.PathError("open", name, err)
 	}

@@ -249,7 +249,10 @@ func (a *Fs) walkAt(lf pathwalk.LookupFS, r *resolved, el []string) error {
 				setDir()
 				return syscall.ELOOP
 			}
-			target, err := lf.ReadLinkAt(cur, e)
+			target, err := ent.Target, error(nil)
+			if target == "" {
+				target, err = lf.ReadLinkAt(cur, e)
+			}
 			switch {
 			case err != nil:
 				setDir()

@@ -206,6 +206,11 @@ type Entry struct {
 	// Opaque reports a directory marked opaque (holding a whiteout named
 	// layer.OpaqueName).
 	Opaque bool
+	// Target is a symlink's target, read with the entry where the layer
+	// has it at hand, "" otherwise. A walk follows it rather than calling
+	// ReadLinkAt, which looks the name up again and may meet another
+	// entry that a writer has put there since.
+	Target string
 }
 
 // LookupFS is a layer that looks a name up in a directory it found

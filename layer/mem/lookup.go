@@ -85,6 +85,9 @@ func kid(dir *entry, name string) (*entry, error) {
 func entryOf(child *entry, name string) pathwalk.Entry {
 	cs := child.state()
 	e := pathwalk.Entry{Info: child.info(name, cs)}
+	if cs.isSymlink() {
+		e.Target = cs.target()
+	}
 	if cs.isDir() {
 		e.Dir = child
 		if o, ok := cs.kids.Get(layer.OpaqueName); ok && layer.IsWhiteout(o.state().mode) {
