@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"testing/fstest"
+
+	"github.com/packfs/packfs/internal/testsize"
 )
 
 var (
@@ -15,8 +17,8 @@ var (
 
 // testTestFS populates each tree of Trees through the write interfaces and
 // runs the read-only checks on it.
-func testTestFS(t *testing.T, newFS NewFS, _ *config) {
-	RunReadOnly(t, func(t *testing.T, tree Tree) fs.FS {
+func testTestFS(t *testing.T, newFS NewFS, c *config) {
+	runReadOnly(t, trees(c.quickTrees || testing.Testing() && testsize.Short()), func(t *testing.T, tree Tree) fs.FS {
 		fsys := newFS(t)
 		must(t, "Populate", Populate(fsys, tree))
 		return fsys

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/packfs/packfs/internal/testsize"
 )
 
 // RunReadOnly runs the read-only tests. For each tree of [Trees] it calls
@@ -32,8 +33,15 @@ import (
 //     file; fs.ErrInvalid for invalid paths such as "/a", "a/../b", "a/" and
 //     ""; sorted ReadDir; fs.ErrClosed after Close; io.EOF from ReadAt past
 //     the end; and Seek.
-func RunReadOnly(t *testing.T, build func(t *testing.T, tree Tree) fs.FS) {
-	for _, tree := range Trees() {
+//
+// Of opts, only [WithQuickTrees] applies.
+func RunReadOnly(t *testing.T, build func(t *testing.T, tree Tree) fs.FS, opts ...Option) {
+	c := newConfig(opts)
+	runReadOnly(t, trees(c.quickTrees || testing.Testing() && testsize.Short()), build)
+}
+
+func runReadOnly(t *testing.T, trees []Tree, build func(t *testing.T, tree Tree) fs.FS) {
+	for _, tree := range trees {
 		t.Run(tree.Name, func(t *testing.T) {
 			fsys := build(t, tree)
 			checkTree(t, fsys, tree)

@@ -54,9 +54,10 @@ func register(name string, f suiteTest) bool {
 type Option func(*config)
 
 type config struct {
-	skip  map[string]string
-	seeds int
-	ops   int
+	skip       map[string]string
+	seeds      int
+	ops        int
+	quickTrees bool
 }
 
 const (
@@ -105,6 +106,14 @@ func Skip(name, reason string) Option {
 // overrides it.
 func WithSeeds(n int) Option {
 	return func(c *config) { c.seeds = n }
+}
+
+// WithQuickTrees makes the tests that populate [Trees] use their quick
+// sizes (2,000 entries, 1 MiB) whatever PACKFS_LONG says: for a backend
+// whose every call is far slower than the others', such as one served
+// through a FUSE mount under the race detector.
+func WithQuickTrees() Option {
+	return func(c *config) { c.quickTrees = true }
 }
 
 // WithOps sets how many operations each random sequence of the differential

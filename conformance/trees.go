@@ -103,8 +103,10 @@ func resolve(byPath map[string]Entry, p string) (Entry, bool) {
 // In a test binary Trees gives the quick sizes (2,000 entries, 1 MiB)
 // unless PACKFS_LONG=1 is set, as the package doc says; elsewhere, the
 // full ones.
-func Trees() []Tree {
-	short := testing.Testing() && testsize.Short()
+func Trees() []Tree { return trees(testing.Testing() && testsize.Short()) }
+
+// trees is Trees at the quick sizes when short.
+func trees(short bool) []Tree {
 	wide, large := 20000, 64<<20
 	if short {
 		wide, large = 2000, 1<<20

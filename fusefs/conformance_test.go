@@ -40,12 +40,16 @@ func viaMount(t *testing.T, fsys fs.FS, opts *fusefs.Options) *dirfs.FS {
 // suiteOpts are the suite's options over a mount. No test is skipped:
 // what FUSE cannot express (atime, ctime, owners) the suite does not
 // compare. Each random sequence mounts anew, so the quick run does fewer
-// than the suite's 200; PACKFS_LONG=1 runs its 2,000 (500 under -race).
+// than the suite's 200; PACKFS_LONG=1 runs its 2,000 (100 under -race,
+// where the server runs several times slower).
 var suiteOpts = quickSeeds()
 
 func quickSeeds() []conformance.Option {
-	if testsize.Short() {
+	switch {
+	case testsize.Short():
 		return []conformance.Option{conformance.WithSeeds(60)}
+	case raceEnabled:
+		return []conformance.Option{conformance.WithSeeds(100), conformance.WithQuickTrees()}
 	}
 	return nil
 }
@@ -163,5 +167,5 @@ func TestConformancePack(t *testing.T) {
 			t.Fatal(err)
 		}
 		return viaMount(t, pack, nil)
-	})
+	}, suiteOpts...)
 }

@@ -118,19 +118,21 @@ func goroot(t *testing.T) string {
 
 // TestIssue17Programs runs tar, git, rsync and go build in a mounted
 // store and on tmpfs. The quick run extracts one package's sources; with
-// PACKFS_LONG=1, the whole Go source tree, and it builds a module.
+// PACKFS_LONG=1, the whole Go source tree (one package's under -race),
+// and it builds a module.
 func TestIssue17Programs(t *testing.T) {
 	needFuse(t)
 	root := goroot(t)
 	src := filepath.Join(root, "src")
-	if testsize.Short() {
+	small := testsize.Short() || raceEnabled
+	if small {
 		src = filepath.Join(src, "io")
 	}
 	tarball := filepath.Join(t.TempDir(), "src.tar")
 	sh(t, filepath.Dir(src), nil, "tar", "cf", tarball, filepath.Base(src))
 	// git commits a smaller tree: its cost is in hashing, not in the mount.
 	gitTree := filepath.Join(root, "src", "net")
-	if testsize.Short() {
+	if small {
 		gitTree = src
 	}
 	gitTar := filepath.Join(t.TempDir(), "git.tar")

@@ -1,0 +1,5 @@
+//go:build !race
+
+package fusefs_test
+
+const raceEnabled = false
