@@ -288,3 +288,38 @@ func TestIssue17Invalidate(t *testing.T) {
 		t.Errorf("Invalidate(../x): %v", err)
 	}
 }
+
+// TestIssue17SymlinkTimes: utimensat with AT_SYMLINK_NOFOLLOW on a link
+// in the mount (as rsync -a and tar x make it) is the link's own, never
+// its target's: a dangling link succeeds, and a target keeps its times.
+// It had set the target's times, and failed with ENOENT on a dangling
+// link (rsync: "failed to set times").
+func TestIssue17SymlinkTimes(t *testing.T) {
+	s, err := packfs.Open(filepath.Join(t.TempDir(), "store"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	dir, _ := mountT(t, s, nil)
+	target := filepath.Join(dir, "t")
+	if err := os.WriteFile(target, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+	if err := os.Chtimes(target, old, old); err != nil {
+		t.Fatal(err)
+	}
+	for name, to := range map[string]string{"l": "t", "d": "missing"} {
+		if err := os.Symlink(to, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		ts := []unix.Timespec{unix.NsecToTimespec(now.UnixNano()), unix.NsecToTimespec(now.UnixNano())}
+		if err := unix.UtimesNanoAt(unix.AT_FDCWD, filepath.Join(dir, name), ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			t.Errorf("utimensat(%s -> %s, AT_SYMLINK_NOFOLLOW): %v", name, to, err)
+		}
+	}
+	if fi, err := os.Stat(target); err != nil || !fi.ModTime().Equal(old) {
+		t.Errorf("the link's target after setting the link's times: %v, %v; want mtime %v", fi.ModTime(), err, old)
+	}
+}

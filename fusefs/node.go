@@ -228,11 +228,30 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 		if !aok {
 			atime = time.Time{}
 		}
-		if err := layer.Chtimes(fsys, p, atime, mtime); err != nil {
+		if err := n.chtimes(fsys, p, atime, mtime); err != nil {
 			return errno(err)
 		}
 	}
 	return n.Getattr(ctx, f, out)
+}
+
+// lchtimesFS sets a symlink's own times.
+type lchtimesFS interface {
+	Lchtimes(name string, atime, mtime time.Time) error
+}
+
+// chtimes sets the times of the node's own inode, as SETATTR asks: for a
+// symlink (utimensat with AT_SYMLINK_NOFOLLOW) the link's, never its
+// target's. A layer that cannot set a link's times leaves them as they
+// are, as it does for a link it makes.
+func (n *node) chtimes(fsys fs.FS, p string, atime, mtime time.Time) error {
+	if n.StableAttr().Mode != syscall.S_IFLNK {
+		return layer.Chtimes(fsys, p, atime, mtime)
+	}
+	if l, ok := fsys.(lchtimesFS); ok {
+		return l.Lchtimes(p, atime, mtime)
+	}
+	return nil
 }
 
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
