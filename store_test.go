@@ -72,9 +72,10 @@ func openStore(t testing.TB, dir string, opts *packfs.Options) *packfs.Store {
 // directories, settling by checkpoint, flatten and reopen.
 func TestConformanceStore(t *testing.T) {
 	var opts []conformance.Option
-	if raceEnabled {
+	switch {
+	case raceEnabled:
 		opts = append(opts, conformance.WithSeeds(60))
-	} else {
+	case !testsize.Short():
 		opts = append(opts, conformance.WithSeeds(600))
 	}
 	before := storeSettles.Load()

@@ -42,7 +42,7 @@ func TestFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer local.Close()
+	t.Cleanup(func() { local.Close() }) // after the parallel seeds
 	var names []string
 	fs.WalkDir(local, ".", func(name string, d fs.DirEntry, err error) error {
 		names = append(names, name)
@@ -50,6 +50,9 @@ func TestFaults(t *testing.T) {
 	})
 	for seed := range seeds {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			// Most of a seed's time is spent waiting out injected delays
+			// and timeouts, so the seeds wait side by side.
+			t.Parallel()
 			px := remotetest.NewProxy(srv.URL)
 			defer px.Close()
 			px.SetFaults(uint64(seed), 0.25, 120*time.Millisecond,
