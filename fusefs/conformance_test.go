@@ -39,7 +39,7 @@ func viaMount(t *testing.T, fsys fs.FS, opts *fusefs.Options) *dirfs.FS {
 
 // suiteOpts are the suite's options over a mount. No test is skipped:
 // what FUSE cannot express (atime, ctime, owners) the suite does not
-// compare. Each random sequence mounts anew, so the quick run does 20, fewer
+// compare. Each random sequence mounts anew, so the quick run does 10, fewer
 // than the suite's 200; PACKFS_LONG=1 runs its 2,000 (100 under -race,
 // where the server runs several times slower).
 var suiteOpts = quickSeeds()
@@ -47,7 +47,7 @@ var suiteOpts = quickSeeds()
 func quickSeeds() []conformance.Option {
 	switch {
 	case testsize.Short():
-		return []conformance.Option{conformance.WithSeeds(20)}
+		return []conformance.Option{conformance.WithSeeds(10)}
 	case raceEnabled:
 		return []conformance.Option{conformance.WithSeeds(100), conformance.WithQuickTrees()}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs/layer/mem"
 )
 
@@ -186,7 +187,11 @@ func TestDirHandleKeepsFirstListing(t *testing.T) {
 			}
 		}
 	})
-	for range 1000 {
+	rounds := 1000
+	if testsize.Short() {
+		rounds = 250
+	}
+	for range rounds {
 		h, err := fsys.Open("d")
 		if err != nil {
 			t.Fatal(err)
