@@ -58,6 +58,12 @@ type Options struct {
 	// Backoff is the first wait before a retry, doubled at each one
 	// (with jitter). 0 means 50 ms.
 	Backoff time.Duration
+	// CacheDir, if set, keeps fetched blocks in that local directory as
+	// well, for later opens of the same object by this process or
+	// another one (created with mode 0700 if missing; see the package
+	// doc). It is bounded by CacheDirBytes: 0 means 1 GiB.
+	CacheDir      string
+	CacheDirBytes int64
 }
 
 func (o *Options) withDefaults() Options {
@@ -86,6 +92,9 @@ func (o *Options) withDefaults() Options {
 	if r.Backoff <= 0 {
 		r.Backoff = 50 * time.Millisecond
 	}
+	if r.CacheDirBytes <= 0 {
+		r.CacheDirBytes = 1 << 30
+	}
 	return r
 }
 
@@ -103,13 +112,27 @@ type Bucket struct {
 	core *minio.Core
 	name string
 	opts Options
+	disk *diskCache // nil without Options.CacheDir
 
 	requests, gets, bytes, puts atomic.Int64
 }
 
 // NewBucket returns the bucket name reached through client.
 func NewBucket(client *minio.Client, name string, opts *Options) *Bucket {
-	return &Bucket{core: &minio.Core{Client: client}, name: name, opts: opts.withDefaults()}
+	b := &Bucket{core: &minio.Core{Client: client}, name: name, opts: opts.withDefaults()}
+	if b.opts.CacheDir != "" {
+		b.disk = newDiskCache(b.opts.CacheDir, b.opts.CacheDirBytes)
+	}
+	return b
+}
+
+// SyncCache waits until the blocks fetched so far are written to
+// Options.CacheDir (which happens in the background, and not at all for
+// a fetch that finds four runs being written already).
+func (b *Bucket) SyncCache() {
+	if b.disk != nil {
+		b.disk.pending.Wait()
+	}
 }
 
 // Name returns the bucket's name.
@@ -134,6 +157,9 @@ type URL struct {
 	// most S3-compatible servers other than AWS want; it is the default
 	// for an endpoint other than AWS's.
 	PathStyle bool
+	// CacheDir is Options.CacheDir, from the query's cache_dir or
+	// PACKFS_CACHE_DIR; Open uses it unless its options set one.
+	CacheDir string
 }
 
 // IsURL reports whether s names a bucket object (an s3:// URL).
@@ -141,11 +167,13 @@ func IsURL(s string) bool { return strings.HasPrefix(s, "s3://") }
 
 // ParseURL parses an s3:// URL. The query may set endpoint (a URL such
 // as http://127.0.0.1:9000, or host:port, then https), region,
-// access_key_id, secret_access_key, session_token and path_style
-// (true or false). What the query leaves out comes from the
+// access_key_id, secret_access_key, session_token, path_style
+// (true or false) and cache_dir (Options.CacheDir, a local directory
+// that keeps fetched blocks). What the query leaves out comes from the
 // environment: AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, AWS_REGION or
 // AWS_DEFAULT_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
-// AWS_SESSION_TOKEN. Without an endpoint it is AWS's.
+// AWS_SESSION_TOKEN, and PACKFS_CACHE_DIR. Without an endpoint it is
+// AWS's.
 func ParseURL(raw string) (*URL, error) {
 	bad := func(why string) (*URL, error) {
 		return nil, fmt.Errorf("%w: %q: %s", ErrBadURL, raw, why)
@@ -163,7 +191,7 @@ func ParseURL(raw string) (*URL, error) {
 	q := u.Query()
 	for k := range q {
 		switch k {
-		case "endpoint", "region", "access_key_id", "secret_access_key", "session_token", "path_style":
+		case "endpoint", "region", "access_key_id", "secret_access_key", "session_token", "path_style", "cache_dir":
 		default:
 			return bad("unknown query parameter " + k)
 		}
@@ -186,6 +214,7 @@ func ParseURL(raw string) (*URL, error) {
 		AccessKey:    get("access_key_id", "AWS_ACCESS_KEY_ID"),
 		SecretKey:    get("secret_access_key", "AWS_SECRET_ACCESS_KEY"),
 		SessionToken: get("session_token", "AWS_SESSION_TOKEN"),
+		CacheDir:     get("cache_dir", "PACKFS_CACHE_DIR"),
 	}
 	ep := get("endpoint", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
 	switch {
@@ -221,6 +250,9 @@ func ParseURL(raw string) (*URL, error) {
 // Open connects to the bucket the URL names. It makes no request.
 func (u *URL) Open(opts *Options) (*Bucket, error) {
 	o := opts.withDefaults()
+	if o.CacheDir == "" {
+		o.CacheDir = u.CacheDir
+	}
 	tr := o.Transport
 	if tr == nil {
 		tr = http.DefaultTransport.(*http.Transport).Clone()

@@ -28,6 +28,15 @@
 // requests are byte ranges, the first 4 KiB and the index to the end,
 // outside the cache.
 //
+// With Options.CacheDir (or cache_dir in the URL) fetched blocks are
+// also kept in a local directory, bounded by Options.CacheDirBytes and
+// shared by later opens and other processes: a block found there costs
+// no request. Its files are named by the object's ETag, so a replaced
+// object never meets old blocks, and each carries its CRC-32C: a
+// damaged or foreign file is removed and its block fetched again. The
+// blocks are written in the background; [Bucket.SyncCache] waits for
+// them. A directory that cannot be written only makes the cache smaller.
+//
 // # Integrity
 //
 // The ETag of the first response is pinned: every later request carries

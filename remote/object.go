@@ -53,7 +53,8 @@ type Object struct {
 	bs   int64
 	ctx  context.Context
 	stop context.CancelFunc
-	cap  int64 // cache bound in bytes
+	cap  int64  // cache bound in bytes
+	id   string // the object's name in the disk cache
 
 	mu        sync.Mutex
 	cache     map[int64]*list.Element // block → element of lru (value *block)
@@ -161,6 +162,9 @@ func (b *Bucket) OpenObject(ctx context.Context, key string) (*Object, error) {
 	done := make(chan struct{})
 	close(done)
 	o.head = &span{off: 0, done: done, data: first}
+	if b.disk != nil {
+		o.id = objectID(b.core.EndpointURL().String(), b.name, key, o.etag, o.bs)
+	}
 	o.nextFetch, o.mark = math.MinInt64/2, math.MaxInt64
 	return o, nil
 }
@@ -427,14 +431,7 @@ func (o *Object) run(f *fetch, cache bool) {
 // not the checks.
 func (o *Object) direct(ctx context.Context, p []byte, lo, n int64) error {
 	done := make(chan error, 1)
-	go func() {
-		done <- o.b.retry(o.ctx, func(actx context.Context) error {
-			if err := o.get(actx, p, lo*o.bs); err != nil {
-				return err
-			}
-			return o.check(p, lo)
-		})
-	}()
+	go func() { done <- o.fill(o.ctx, p, lo) }()
 	select {
 	case err := <-done:
 		return err
@@ -512,16 +509,55 @@ func (o *Object) fetch(ctx context.Context, lo, n int64) ([]byte, error) {
 	start := lo * o.bs
 	end := min(o.size, (lo+n)*o.bs)
 	buf := make([]byte, end-start)
-	err := o.b.retry(ctx, func(actx context.Context) error {
-		if err := o.get(actx, buf, start); err != nil {
-			return err
-		}
-		return o.check(buf, lo)
-	})
-	if err != nil {
+	if err := o.fill(ctx, buf, lo); err != nil {
 		return nil, err
 	}
 	return buf, nil
+}
+
+// fill reads the blocks from lo on into p, which ends at a block's end
+// or the object's: those the disk cache holds at either end of the run
+// from there, the rest in one request (retried), all of them checked.
+func (o *Object) fill(ctx context.Context, p []byte, lo int64) error {
+	n := (int64(len(p)) + o.bs - 1) / o.bs
+	blk := func(b int64) []byte { // block b's bytes in p
+		s := (b - lo) * o.bs
+		return p[s:min(int64(len(p)), s+o.bs)]
+	}
+	a, z := lo, lo+n // the blocks [a, z) come from the network
+	if d := o.b.disk; d != nil {
+		for a < z && d.get(o.id, a, blk(a)) {
+			a++
+		}
+		for z > a && d.get(o.id, z-1, blk(z-1)) {
+			z--
+		}
+		// Blocks from the disk must agree with what this object read
+		// before; one that does not is fetched again with the rest.
+		if a > lo && o.check(p[:min(int64(len(p)), (a-lo)*o.bs)], lo) != nil {
+			a = lo
+		}
+		if z < lo+n && o.check(p[(z-lo)*o.bs:], z) != nil {
+			z = lo + n
+		}
+	}
+	if a == z {
+		return nil
+	}
+	run := p[(a-lo)*o.bs : min(int64(len(p)), (z-lo)*o.bs)]
+	err := o.b.retry(ctx, func(actx context.Context) error {
+		if err := o.get(actx, run, a*o.bs); err != nil {
+			return err
+		}
+		return o.check(run, a)
+	})
+	if err != nil {
+		return err
+	}
+	if d := o.b.disk; d != nil {
+		d.putRun(o.id, a, o.bs, run)
+	}
+	return nil
 }
 
 // check compares each block of p (blocks from lo on) with its CRC-32C at

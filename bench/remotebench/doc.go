@@ -12,7 +12,9 @@
 //   - WalkRead: open, walk, and read every regular file;
 //   - ReadOne: open and read one small file (the "lazy" case);
 //
-// each as remote (ranged reads through the block cache) and download
+// each as remote (ranged reads through the block cache), remote-diskcache
+// (the same with Options.CacheDir, filled by a run before the timer, so
+// each iteration is a new process finding the blocks on disk) and download
 // (one GET of the whole object to a temporary file, packreader.Open,
 // then the same work). Requests and bytes per iteration are reported
 // beside the time.

@@ -84,7 +84,11 @@ func build() error {
 }
 
 func openBucket(endpoint string) (*remote.Bucket, error) {
-	b, _, err := remote.OpenURL("s3://"+bucket+"/?endpoint="+endpoint+"&region=us-east-1&access_key_id=k&secret_access_key=s", nil)
+	return openBucketOpts(endpoint, nil)
+}
+
+func openBucketOpts(endpoint string, opts *remote.Options) (*remote.Bucket, error) {
+	b, _, err := remote.OpenURL("s3://"+bucket+"/?endpoint="+endpoint+"&region=us-east-1&access_key_id=k&secret_access_key=s", opts)
 	return b, err
 }
 
@@ -120,12 +124,36 @@ func readOne(fsys fs.FS) error {
 	return err
 }
 
-func runRemote(b *testing.B, w work) {
+func runRemote(b *testing.B, w work) { runRemoteOpts(b, w, nil) }
+
+// runDiskCache is runRemote with a cache directory that an iteration
+// before the timer filled: each iteration is a new Bucket, as a new
+// process would be, finding the blocks on disk.
+func runDiskCache(b *testing.B, w work) {
+	f := getFixture(b)
+	opts := &remote.Options{CacheDir: filepath.Join(f.dir, "cache")}
+	bk, err := openBucketOpts(f.px.URL, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := bk.OpenPack(context.Background(), key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := w(p); err != nil {
+		b.Fatal(err)
+	}
+	p.Close()
+	bk.SyncCache()
+	runRemoteOpts(b, w, opts)
+}
+
+func runRemoteOpts(b *testing.B, w work, opts *remote.Options) {
 	f := getFixture(b)
 	var reqs, bytes int64
 	b.ResetTimer()
 	for range b.N {
-		bk, err := openBucket(f.px.URL)
+		bk, err := openBucketOpts(f.px.URL, opts)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -137,6 +165,7 @@ func runRemote(b *testing.B, w work) {
 			b.Fatal(err)
 		}
 		p.Close()
+		bk.SyncCache()
 		st := bk.Stats()
 		reqs += st.Gets
 		bytes += st.Bytes
@@ -187,6 +216,7 @@ func BenchmarkGoSrc(b *testing.B) {
 		w    work
 	}{{"Walk", walk(false)}, {"WalkRead", walk(true)}, {"ReadOne", readOne}} {
 		b.Run(c.name+"/remote", func(b *testing.B) { runRemote(b, c.w) })
+		b.Run(c.name+"/remote-diskcache", func(b *testing.B) { runDiskCache(b, c.w) })
 		b.Run(c.name+"/download", func(b *testing.B) { runDownload(b, c.w) })
 	}
 }

@@ -24,7 +24,8 @@ import (
 // remoteHelp is appended to the usage.
 const remoteHelp = `A PACK may be a bucket URL, s3://BUCKET/KEY?endpoint=URL&region=R (credentials
 from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or the query), and pack
-uploads to one: packfs pack DIR s3://BUCKET/KEY.`
+uploads to one: packfs pack DIR s3://BUCKET/KEY. cache_dir=DIR in the query
+(or PACKFS_CACHE_DIR) keeps fetched blocks in DIR for later runs.`
 
 // openRemotePack opens the pack a bucket URL names. The reader's Close
 // leaves the object, which holds nothing but memory, to the process's end.
