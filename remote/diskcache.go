@@ -10,11 +10,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,11 +27,16 @@ import (
 // where OBJECT is a hash of the endpoint, bucket, key, ETag and block
 // size, so that a replaced object never meets its predecessor's blocks,
 // and BLOCK the block's number in decimal. A file holds the block's
-// bytes and then their CRC-32C (4 bytes, little-endian). A file that is
-// not exactly that long or whose CRC does not match is removed and the
-// block fetched again: damage in the directory costs a request, never a
-// wrong byte (and everything a pack reads is checked again by its own
-// CRCs). Files are written whole under a temporary name and renamed.
+// bytes and then a CRC-32C of its name and bytes (4 bytes,
+// little-endian). A file that is not exactly that long, is not a
+// regular file, or whose CRC does not match is removed and the block
+// fetched again: damage in the directory, or a file under another
+// block's name, costs a request, not a wrong byte (and everything a pack
+// reads is checked again by its own CRCs). The CRC guards against
+// accidents, not forgery: the directory is trusted as the user's own
+// files are (it is made with mode 0700). Files are written whole under
+// a temporary name and renamed, and every access goes through an
+// os.Root, so that no symlink leads out of the directory.
 //
 // The directory is bounded: at a process's first write and after each
 // eighth of the bound it writes, it looks at what the directory holds
@@ -47,6 +52,9 @@ type diskCache struct {
 	dir   string
 	limit int64
 
+	once sync.Once
+	root *os.Root // nil if dir could not be made or opened
+
 	// writers bounds the runs being written in the background; a run
 	// that finds them all busy is not cached.
 	writers chan struct{}
@@ -54,17 +62,81 @@ type diskCache struct {
 
 	mu    sync.Mutex
 	added int64 // bytes written since the last trim; the first put trims
+	tmp   atomic.Uint64
 }
 
 const (
 	diskCRCSize = 4
-	// tmpPrefix begins the names of files being written; a scan removes
+	// tmpPrefix begins the names of files being written; a trim removes
 	// those left for over an hour by a process that died.
 	tmpPrefix = ".tmp-"
 )
 
 func newDiskCache(dir string, limit int64) *diskCache {
 	return &diskCache{dir: dir, limit: limit, added: limit, writers: make(chan struct{}, 4)}
+}
+
+// open makes and opens the directory on first use. Every later access
+// goes through the os.Root, so a symlink in the directory cannot lead a
+// read or a write out of it.
+func (c *diskCache) open() *os.Root {
+	c.once.Do(func() {
+		if err := os.MkdirAll(c.dir, 0o700); err != nil {
+			return
+		}
+		c.root, _ = os.OpenRoot(c.dir)
+	})
+	return c.root
+}
+
+// objectID names one object's blocks.
+func objectID(endpoint, bucket, key, etag string, bs int64) string {
+	h := sha256.Sum256([]byte(endpoint + "\x00" + bucket + "\x00" + key + "\x00" + etag + "\x00" + strconv.FormatInt(bs, 10)))
+	return hex.EncodeToString(h[:16])
+}
+
+// blockName is block b's file, relative to the directory.
+func blockName(id string, b int64) string { return id + "/" + strconv.FormatInt(b, 10) }
+
+// blockSum is the CRC-32C a block file ends with: of its name, then its
+// bytes, so that a file copied or linked under another block's name
+// does not pass.
+func blockSum(name string, p []byte) uint32 {
+	return crc32.Update(crc32.Checksum([]byte(name), castagnoli), castagnoli, p)
+}
+
+// get fills p with block b of object id and reports whether the
+// directory held it, sound.
+func (c *diskCache) get(id string, b int64, p []byte) bool {
+	root := c.open()
+	if root == nil {
+		return false
+	}
+	name := blockName(id, b)
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return false
+	}
+	if !fi.Mode().IsRegular() || fi.Size() != int64(len(p))+diskCRCSize {
+		root.RemoveAll(name)
+		return false
+	}
+	f, err := root.Open(name)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var sum [diskCRCSize]byte
+	if _, err := io.ReadFull(f, p); err != nil {
+		return false
+	}
+	if _, err := io.ReadFull(f, sum[:]); err != nil || binary.LittleEndian.Uint32(sum[:]) != blockSum(name, p) {
+		root.Remove(name)
+		return false
+	}
+	now := time.Now()
+	root.Chtimes(name, now, now) // least recently used goes first
+	return true
 }
 
 // putRun stores the blocks of run, which begins with block lo, in the
@@ -89,59 +161,24 @@ func (c *diskCache) putRun(id string, lo, bs int64, run []byte) {
 	}()
 }
 
-// objectID names one object's blocks.
-func objectID(endpoint, bucket, key, etag string, bs int64) string {
-	h := sha256.Sum256([]byte(endpoint + "\x00" + bucket + "\x00" + key + "\x00" + etag + "\x00" + strconv.FormatInt(bs, 10)))
-	return hex.EncodeToString(h[:16])
-}
-
-func (c *diskCache) path(id string, b int64) string {
-	return filepath.Join(c.dir, id, strconv.FormatInt(b, 10))
-}
-
-// get fills p with block b of object id and reports whether the
-// directory held it, sound.
-func (c *diskCache) get(id string, b int64, p []byte) bool {
-	name := c.path(id, b)
-	f, err := os.Open(name)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(len(p))+diskCRCSize {
-		os.Remove(name)
-		return false
-	}
-	var sum [diskCRCSize]byte
-	if _, err := io.ReadFull(f, p); err != nil {
-		return false
-	}
-	if _, err := io.ReadFull(f, sum[:]); err != nil || binary.LittleEndian.Uint32(sum[:]) != crc32.Checksum(p, castagnoli) {
-		os.Remove(name)
-		return false
-	}
-	now := time.Now()
-	os.Chtimes(name, now, now) // least recently used goes first
-	return true
-}
-
 // put stores block b of object id; failures are ignored (see diskCache).
 func (c *diskCache) put(id string, b int64, p []byte) {
 	size := int64(len(p)) + diskCRCSize
-	if size > c.limit {
+	root := c.open()
+	if root == nil || size > c.limit {
 		return
 	}
-	dir := filepath.Join(c.dir, id)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := root.MkdirAll(id, 0o700); err != nil {
 		return
 	}
-	f, err := os.CreateTemp(dir, tmpPrefix+"*")
+	name := blockName(id, b)
+	tmp := id + "/" + tmpPrefix + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(c.tmp.Add(1), 10)
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return
 	}
 	var sum [diskCRCSize]byte
-	binary.LittleEndian.PutUint32(sum[:], crc32.Checksum(p, castagnoli))
+	binary.LittleEndian.PutUint32(sum[:], blockSum(name, p))
 	_, err = f.Write(p)
 	if err == nil {
 		_, err = f.Write(sum[:])
@@ -150,10 +187,10 @@ func (c *diskCache) put(id string, b int64, p []byte) {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), c.path(id, b))
+		err = root.Rename(tmp, name)
 	}
 	if err != nil {
-		os.Remove(f.Name())
+		root.Remove(tmp)
 		return
 	}
 	c.mu.Lock()
@@ -164,13 +201,13 @@ func (c *diskCache) put(id string, b int64, p []byte) {
 	}
 	c.mu.Unlock()
 	if trim {
-		c.trim()
+		c.trim(root)
 	}
 }
 
 // trim removes the least recently used blocks while the directory holds
 // more than its bound, down to three quarters of it.
-func (c *diskCache) trim() {
+func (c *diskCache) trim(root *os.Root) {
 	c.mu.Lock() // one trim at a time in this process
 	defer c.mu.Unlock()
 	type file struct {
@@ -180,22 +217,22 @@ func (c *diskCache) trim() {
 	}
 	var files []file
 	var total int64
-	objs, _ := os.ReadDir(c.dir)
+	fsys := root.FS()
+	objs, _ := fs.ReadDir(fsys, ".")
 	for _, o := range objs {
 		if !o.IsDir() {
 			continue
 		}
-		dir := filepath.Join(c.dir, o.Name())
-		ents, _ := os.ReadDir(dir)
+		ents, _ := fs.ReadDir(fsys, o.Name())
 		for _, e := range ents {
 			fi, err := e.Info()
 			if err != nil || !fi.Mode().IsRegular() {
 				continue
 			}
-			name := filepath.Join(dir, e.Name())
+			name := o.Name() + "/" + e.Name()
 			if strings.HasPrefix(e.Name(), tmpPrefix) {
 				if time.Since(fi.ModTime()) > time.Hour {
-					os.Remove(name)
+					root.Remove(name)
 				}
 				continue
 			}
@@ -203,7 +240,7 @@ func (c *diskCache) trim() {
 			total += fi.Size()
 		}
 		if len(ents) == 0 {
-			os.Remove(dir)
+			root.Remove(o.Name())
 		}
 	}
 	if total <= c.limit {
@@ -214,7 +251,7 @@ func (c *diskCache) trim() {
 		if total <= c.limit/4*3 {
 			break
 		}
-		if err := os.Remove(f.name); err == nil || errors.Is(err, fs.ErrNotExist) {
+		if err := root.Remove(f.name); err == nil || errors.Is(err, fs.ErrNotExist) {
 			total -= f.size
 		}
 	}

@@ -110,6 +110,8 @@ func TestDiskCacheDamage(t *testing.T) {
 	sum, _ := os.ReadFile(block("11")) // right length, wrong CRC
 	sum[len(sum)-1] ^= 0xff
 	must(t, os.WriteFile(block("11"), sum, 0o600))
+	other, _ := os.ReadFile(block("13")) // a sound block under another's name
+	must(t, os.WriteFile(block("14"), other, 0o600))
 
 	b := bucketAt(t, srv.URL, opts)
 	o, err := b.OpenObject(context.Background(), "blob")
@@ -118,8 +120,8 @@ func TestDiskCacheDamage(t *testing.T) {
 	}
 	s0 := b.Stats()
 	readAll(t, o, data, 64<<10)
-	if n := b.Stats().Gets - s0.Gets; n != 6 {
-		t.Errorf("six damaged blocks: %d requests, want 6", n)
+	if n := b.Stats().Gets - s0.Gets; n != 7 {
+		t.Errorf("seven damaged blocks: %d requests, want 7", n)
 	}
 	b.SyncCache()
 	o.Close()
@@ -139,6 +141,37 @@ func TestDiskCacheDamage(t *testing.T) {
 	readAll(t, o, data, 64<<10)
 	if n := warm.Stats().Gets - s0.Gets; n != 0 {
 		t.Errorf("after the repair: %d requests, want 0", n)
+	}
+}
+
+// TestDiskCacheSymlinkedObject: an object's directory that is a symlink
+// out of the cache directory is neither read nor written through.
+func TestDiskCacheSymlinkedObject(t *testing.T) {
+	srv := newServer(t)
+	dir := filepath.Join(t.TempDir(), "cache")
+	opts := &remote.Options{CacheDir: dir, ReadAhead: -1}
+	data := blob(4 << 16)
+	putRaw(t, bucketAt(t, srv.URL, nil), "blob", data)
+	warmCache(t, srv.URL, opts, "blob", data)
+	files, _ := cacheFiles(t, dir)
+	obj := filepath.Dir(files[0])
+	outside := t.TempDir()
+	must(t, os.Rename(obj, filepath.Join(outside, "moved")))
+	must(t, os.Symlink(filepath.Join(outside, "moved"), obj))
+	b := bucketAt(t, srv.URL, opts)
+	o, err := b.OpenObject(context.Background(), "blob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	s0 := b.Stats()
+	readAll(t, o, data, 64<<10)
+	b.SyncCache()
+	if n := b.Stats().Gets - s0.Gets; n != 4 {
+		t.Errorf("blocks behind a symlinked directory: %d requests, want 4 (not read through it)", n)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(outside, "moved")); len(ents) != 4 {
+		t.Errorf("the directory outside holds %d files, want its 4: written through the symlink", len(ents))
 	}
 }
 
