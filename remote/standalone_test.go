@@ -241,7 +241,7 @@ func standaloneChecks(t *testing.T, server, endpoint, access, secret string) {
 	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer wcancel()
 	if err := r.WaitGeneration(wctx, 2); err != nil {
-		t.Fatal(err)
+		t.Fatalf("the replica did not move to generation 2: %v (serving %d; last poll: %v)", err, r.Generation(), r.Err())
 	}
 	if got, err := r.ReadFile("g"); err != nil || string(got) != "2" {
 		t.Fatalf("replica after a checkpoint: %q, %v", got, err)
