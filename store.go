@@ -63,7 +63,25 @@ type Options struct {
 	// Publisher, if set, is given each checkpoint before the manifest
 	// names its pack (see Publisher).
 	Publisher Publisher
+	// Lowers are read-only layers beneath the store's own packs, top
+	// first, as overlayfs's lowerdirs are beneath its upperdir: packs
+	// (*packreader.Reader), host directories (dirfs), any fs.FS. The
+	// store's tree is their union with its changes on top: removing or
+	// renaming a name of a lower records a whiteout, replacing a lower
+	// directory makes it opaque, and checkpoints write these out in the
+	// store's packs, never the lowers' contents. The store records the
+	// lowers it was made over, and every open must give the same ones
+	// (see ErrLowers). The store neither changes nor closes them.
+	Lowers []fs.FS
 }
+
+// ErrLowers is wrapped by the error Open gives when Options.Lowers are
+// not the lowers the store was made over: another count, a pack where
+// there was another layer or another pack (by size and sum), or lowers
+// given to a store made without them, or none to one made with them.
+// The store's log holds changes made over its lowers, which would replay
+// into another tree over others.
+var ErrLowers = errors.New("packfs: the store's lower layers differ")
 
 // ErrCorrupt is wrapped by the error Open gives when the store's files
 // are damaged in a way no crash explains, or miss what was acknowledged.
@@ -84,6 +102,8 @@ type Store struct {
 	opts  Options
 	lock  io.Closer
 	limit int64 // CheckpointBytes resolved
+	// lowers is what the manifest must record of opts.Lowers.
+	lowers []lowerRef
 
 	// wmu serializes changes, so that the log's order is the order in
 	// which they were made, and guards the fields below it.
@@ -175,6 +195,11 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if s.limit == 0 {
 		s.limit = 64 << 20
 	}
+	refs, err := lowerRefs(s.opts.Lowers)
+	if err != nil {
+		return nil, err
+	}
+	s.lowers = refs
 	s.dir = s.opts.FS
 	if s.dir == nil {
 		if s.opts.ReadOnly {
@@ -263,6 +288,11 @@ func (s *Store) load(dir string) ([]byte, error) {
 	case err != nil:
 		return raw, err
 	}
+	if fresh {
+		man.lowers = s.lowers
+	} else if err := checkLowers(dir, man.lowers, s.lowers); err != nil {
+		return raw, err
+	}
 	s.man = man
 	for _, ref := range man.packs {
 		p, err := s.openPack(ref)
@@ -310,6 +340,42 @@ func (s *Store) load(dir string) ([]byte, error) {
 	return raw, s.removeLeftovers(names)
 }
 
+// lowerRefs returns what the manifest records of lowers.
+func lowerRefs(lowers []fs.FS) ([]lowerRef, error) {
+	var refs []lowerRef
+	for i, l := range lowers {
+		if l == nil {
+			return nil, fmt.Errorf("packfs: Options.Lowers[%d] is nil: %w", i, fs.ErrInvalid)
+		}
+		ref := lowerRef{}
+		if p, ok := l.(interface {
+			Sum() (int64, uint32, error)
+		}); ok {
+			size, sum, err := p.Sum()
+			if err != nil {
+				return nil, fmt.Errorf("packfs: lower %d: %w", i, err)
+			}
+			ref = lowerRef{pack: true, size: size, sum: sum}
+		}
+		refs = append(refs, ref)
+	}
+	return refs, nil
+}
+
+// checkLowers reports, wrapping ErrLowers, how the lowers given differ
+// from those the store was made over.
+func checkLowers(dir string, made, given []lowerRef) error {
+	if len(made) != len(given) {
+		return fmt.Errorf("%w: %s was made over %d lower layers and is opened over %d", ErrLowers, dir, len(made), len(given))
+	}
+	for i := range made {
+		if made[i] != given[i] {
+			return fmt.Errorf("%w: %s: lower %d is %s, and the store was made over %s", ErrLowers, dir, i, given[i], made[i])
+		}
+	}
+	return nil
+}
+
 // unload closes what a failed load of a read-only store opened.
 func (s *Store) unload() {
 	for _, p := range s.packs {
@@ -322,15 +388,15 @@ func (s *Store) unload() {
 	}
 }
 
-// union returns a union of a fresh upper layer over the store's packs,
-// its root directory's mtime and mode root and mode.
+// union returns a union of a fresh upper layer over the store's packs
+// and its lowers, its root directory's mtime and mode root and mode.
 func (s *Store) union(root int64, mode fs.FileMode) *FS {
 	s.now = time.Unix(0, root)
-	lowers := make([]fs.FS, len(s.packs))
+	lowers := make([]fs.FS, len(s.packs), len(s.packs)+len(s.opts.Lowers))
 	for i, p := range s.packs {
 		lowers[i] = p.r
 	}
-	return New(newUpper(s.clock, mode), lowers...)
+	return New(newUpper(s.clock, mode), append(lowers, s.opts.Lowers...)...)
 }
 
 // newUpper returns an empty upper layer whose root has the mode of the
