@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -359,5 +360,99 @@ func TestIssue17ConformanceStoreOverLowers(t *testing.T) {
 	}, opts...)
 	if rebases.Load() == before && !testsize.Short() {
 		t.Error("the differential test never moved a store into its lowers")
+	}
+}
+
+// TestIssue17StoreLowersReaders: readers beside a writer that removes and
+// renames names of a lower, and beside the checkpoints and flattens it
+// runs meanwhile, see each name whole or gone: the lower's bytes or the
+// writer's, never another error; a listing is sorted and unique; and a
+// snapshot taken first keeps the tree it had.
+func TestIssue17StoreLowersReaders(t *testing.T) {
+	tmp := t.TempDir()
+	files := map[string]string{}
+	for i := range 200 {
+		files[fmt.Sprintf("d/f%03d", i)] = fmt.Sprintf("lower %d", i)
+		files[fmt.Sprintf("keep/k%03d", i)] = fmt.Sprintf("kept %d", i)
+	}
+	lower := writePack(t, tmp, "lower.pack", lowerTree(t, files))
+	s := openStore(t, filepath.Join(tmp, "store"), &packfs.Options{Lowers: []fs.FS{lower}, CheckpointBytes: -1})
+	snap, err := s.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := dump(t, snap, true)
+
+	stop := make(chan struct{})
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; ; i = (i + 7) % 200 {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := fmt.Sprintf("keep/k%03d", i)
+				if data, err := s.ReadFile(k); err != nil || string(data) != files[k] {
+					errs <- fmt.Errorf("%s: %q, %v", k, data, err)
+					return
+				}
+				f := fmt.Sprintf("d/f%03d", i)
+				data, err := s.ReadFile(f)
+				switch {
+				case errors.Is(err, fs.ErrNotExist):
+				case err != nil:
+					errs <- fmt.Errorf("%s: %v", f, err)
+					return
+				case string(data) != files[f] && string(data) != "over "+f:
+					errs <- fmt.Errorf("%s: %q", f, data)
+					return
+				}
+				ents, err := s.ReadDir("d")
+				if err != nil && !errors.Is(err, fs.ErrNotExist) {
+					errs <- fmt.Errorf("readdir d: %v", err)
+					return
+				}
+				for j := 1; j < len(ents); j++ {
+					if ents[j-1].Name() >= ents[j].Name() {
+						errs <- fmt.Errorf("readdir d: %s before %s", ents[j-1].Name(), ents[j].Name())
+						return
+					}
+				}
+			}
+		}()
+	}
+	for i := range 200 {
+		f := fmt.Sprintf("d/f%03d", i)
+		switch i % 3 {
+		case 0:
+			mustDo(t, s.Remove(f))
+		case 1:
+			mustDo(t, s.Rename(f, fmt.Sprintf("moved%03d", i)))
+		case 2:
+			mustDo(t, s.WriteFile("tmp", []byte("over "+f), 0o644))
+			mustDo(t, s.Rename("tmp", f))
+		}
+		switch i % 50 {
+		case 10:
+			mustDo(t, s.Checkpoint())
+		case 40:
+			mustDo(t, s.Flatten())
+		}
+		if i == 100 {
+			if got := dump(t, snap, true); got != before {
+				t.Errorf("the snapshot changed:\n%s\nwas:\n%s", got, before)
+			}
+		}
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

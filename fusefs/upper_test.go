@@ -41,12 +41,23 @@ type rebasingMount struct {
 
 var storeRebases atomic.Int64
 
-func (r *rebasingMount) open() error {
+// open opens the store and mounts it; root, if not nil, is the mode and
+// mtime its root takes first (before the mount, whose kernel caches the
+// root's attributes).
+func (r *rebasingMount) open(root fs.FileInfo) error {
 	s, err := packfs.Open(r.dir, &packfs.Options{Sync: packfs.SyncNone, Lowers: r.lowers})
 	if err != nil {
 		return err
 	}
 	r.s = s
+	if root != nil {
+		if err := s.Chmod(".", root.Mode()); err != nil {
+			return err
+		}
+		if err := s.Chtimes(".", root.ModTime(), root.ModTime()); err != nil {
+			return err
+		}
+	}
 	srv, err := fusefs.Mount(r.mnt, s, nil)
 	if err != nil {
 		return err
@@ -89,7 +100,7 @@ func (r *rebasingMount) Settle() error {
 		if err := r.close(); err != nil {
 			return err
 		}
-		return r.open()
+		return r.open(nil)
 	case 2: // the whole tree as one pack
 		snap, err := r.s.Snapshot()
 		if err != nil {
@@ -137,14 +148,7 @@ func (r *rebasingMount) Settle() error {
 	}
 	storeRebases.Add(1)
 	r.dir = filepath.Join(r.tmp, fmt.Sprintf("store-%d", r.n))
-	if err := r.open(); err != nil {
-		return err
-	}
-	// The new store's root stands for the tree's.
-	if err := r.s.Chmod(".", root.Mode()); err != nil {
-		return err
-	}
-	return r.s.Chtimes(".", root.ModTime(), root.ModTime())
+	return r.open(root) // the new store's root stands for the tree's
 }
 
 // TestIssue17ConformanceStoreOverLowers runs the suite through the
@@ -166,7 +170,7 @@ func TestIssue17ConformanceStoreOverLowers(t *testing.T) {
 		if err := os.Mkdir(r.mnt, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := r.open(); err != nil {
+		if err := r.open(nil); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
