@@ -472,6 +472,11 @@ func (s *Store) replay(entries [][]byte) error {
 		}
 		s.now = time.Unix(0, o.time)
 		if err := apply(s.live.Load(), o); err != nil {
+			if s.hostLowers() {
+				// Close leaves no change logged over such a lower, so
+				// this follows a crash, and the lower may have changed.
+				return fmt.Errorf("%w: %w: a logged change fails on replay over the lowers, of which one is not a pack and may have changed since the store was last open: %v", ErrCorrupt, ErrLowers, err)
+			}
 			return fmt.Errorf("%w: a logged change fails on replay: %v", ErrCorrupt, err)
 		}
 	}
@@ -754,8 +759,16 @@ func (s *Store) Close() error {
 		return err
 	}
 	s.closing = true
+	settle := s.hostLowers() && s.pending()
 	s.wmu.Unlock()
 	s.bg.Wait()
+	if settle && !s.opts.ReadOnly && s.failure() == nil {
+		// A lower other than a pack may change before the next open,
+		// which would replay the log over it into another tree: the
+		// log is written out first. If that fails, the log still
+		// holds every change.
+		s.checkpoint(false)
+	}
 	s.ckMu.Lock()
 	defer s.ckMu.Unlock()
 	s.wmu.Lock()
@@ -771,6 +784,31 @@ func (s *Store) Close() error {
 	}
 	s.release()
 	return err
+}
+
+// hostLowers reports whether a lower is not a pack: a host directory, say,
+// which can change while the store is closed.
+func (s *Store) hostLowers() bool {
+	for _, l := range s.lowers {
+		if !l.pack {
+			return true
+		}
+	}
+	return false
+}
+
+// pending reports whether the live tree holds changes that no pack of
+// the manifest does; s.wmu is held.
+func (s *Store) pending() bool {
+	u := s.live.Load()
+	if len(u.layers)-1-len(s.packs)-len(s.opts.Lowers) > 0 {
+		return true // upper layers that undone transactions left
+	}
+	if ents, err := fs.ReadDir(u.layers[0], "."); err != nil || len(ents) > 0 {
+		return true
+	}
+	fi, err := fs.Stat(u.layers[0], ".")
+	return err != nil || fi.ModTime().UnixNano() != s.man.root || uint32(fi.Mode()) != s.man.mode
 }
 
 // release closes the packs and the lock.

@@ -456,3 +456,53 @@ func TestIssue17StoreLowersReaders(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestIssue17StoreLowersHostChanged: a host directory below a store may
+// change while the store is closed, as overlayfs lets a lowerdir change
+// offline: Close writes the log out first, so that the next open does
+// not replay changes over a directory they no longer fit, and shows the
+// directory as it is then under the store's changes.
+func TestIssue17StoreLowersHostChanged(t *testing.T) {
+	tmp := t.TempDir()
+	host := filepath.Join(tmp, "host")
+	for name, data := range map[string]string{"a": "a", "b": "b", "dir/c": "c"} {
+		mustDo(t, os.MkdirAll(filepath.Dir(filepath.Join(host, name)), 0o755))
+		mustDo(t, os.WriteFile(filepath.Join(host, name), []byte(data), 0o644))
+	}
+	open := func() *packfs.Store {
+		t.Helper()
+		d, err := dirfs.New(host, dirfs.ReadOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		s, err := packfs.Open(filepath.Join(tmp, "store"), &packfs.Options{Lowers: []fs.FS{d}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := open()
+	mustDo(t, s.Remove("a"))
+	mustDo(t, s.Rename("b", "b2"))
+	mustDo(t, s.WriteFile("dir/new", []byte("new"), 0o644))
+	mustDo(t, s.Close())
+
+	mustDo(t, os.Remove(filepath.Join(host, "a")))
+	mustDo(t, os.Remove(filepath.Join(host, "b")))
+	mustDo(t, os.WriteFile(filepath.Join(host, "z"), []byte("z"), 0o644))
+	mustDo(t, os.WriteFile(filepath.Join(host, "a"), []byte("a again"), 0o644))
+
+	s = open()
+	defer s.Close()
+	for name, want := range map[string]string{"b2": "b", "dir/new": "new", "dir/c": "c", "z": "z"} {
+		if got, err := s.ReadFile(name); err != nil || string(got) != want {
+			t.Errorf("%s: %q, %v; want %q", name, got, err, want)
+		}
+	}
+	for _, name := range []string{"a", "b"} {
+		if _, err := s.Stat(name); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: %v, want ErrNotExist (removed in the store)", name, err)
+		}
+	}
+}
