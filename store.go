@@ -90,7 +90,8 @@ var ErrLowers = errors.New("packfs: the store's lower layers differ")
 var ErrCorrupt = errors.New("packfs: corrupt store")
 
 // Store is a durable PackFS tree: a union of an in-memory upper layer over
-// packs, whose every change is written ahead to a log. Open rebuilds it
+// packs (and over read-only lowers, given Options.Lowers), whose every
+// change is written ahead to a log. Open rebuilds it
 // from its directory: the packs the manifest lists, then the log replayed
 // over them. A checkpoint writes the upper layer out as a new pack and
 // drops the log it covers.
@@ -1000,6 +1001,10 @@ func (r storeReads) ReadFile(name string) ([]byte, error)       { return r.s.Rea
 func (r storeReads) ReadLink(name string) (string, error)       { return r.s.ReadLink(name) }
 func (r storeReads) Glob(pattern string) ([]string, error)      { return r.s.Glob(pattern) }
 
+// Whiteout is not offered: a store is not the upper layer of another
+// union, since its log would replay whiteouts without the layers they
+// hide. Give it those layers instead (Options.Lowers): its own union then
+// records the whiteouts, durably.
 func (s *Store) Whiteout(name string) error { return layer.Unsupported("whiteout", name) }
 func (s *Store) Create(name string) (layer.File, error) {
 	return s.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)
