@@ -343,10 +343,13 @@ func (r *rebasing) Settle() error {
 // lowers, whose state moves into the lowers at random points.
 func TestIssue17ConformanceStoreOverLowers(t *testing.T) {
 	var opts []conformance.Option
-	if raceEnabled {
+	switch {
+	case raceEnabled:
 		opts = append(opts, conformance.WithSeeds(40))
-	} else {
+	case testsize.Short():
 		opts = append(opts, conformance.WithSeeds(200))
+	default:
+		opts = append(opts, conformance.WithSeeds(1000))
 	}
 	before := rebases.Load()
 	conformance.Run(t, func(t *testing.T) layer.FS {
@@ -361,6 +364,7 @@ func TestIssue17ConformanceStoreOverLowers(t *testing.T) {
 	if rebases.Load() == before && !testsize.Short() {
 		t.Error("the differential test never moved a store into its lowers")
 	}
+	t.Logf("%d stores moved into their lowers", rebases.Load()-before)
 }
 
 // TestIssue17StoreLowersReaders: readers beside a writer that removes and
