@@ -122,7 +122,16 @@ func openStoreWritable(dir string, create bool, lowers ...fs.FS) (*packfs.Store,
 	if errors.Is(err, vfs.ErrLocked) {
 		return nil, storeBusy{dir: dir, err: err}
 	}
-	return s, err
+	return s, lowersHint(err)
+}
+
+// lowersHint adds to an error wrapping packfs.ErrLowers how such a store
+// is opened.
+func lowersHint(err error) error {
+	if errors.Is(err, packfs.ErrLowers) {
+		return fmt.Errorf("%w (a store made by mount --upper opens only over the SOURCE it was made over: packfs mount --upper DIR SOURCE MOUNTPOINT)", err)
+	}
+	return err
 }
 
 // storeBusy says a store's lock is held by another writer, without the

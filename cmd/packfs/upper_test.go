@@ -231,3 +231,23 @@ func TestIssue17MountUpperLowerNames(t *testing.T) {
 		t.Errorf("the host lower changed:\n%s\nwas:\n%s", got, hostBefore)
 	}
 }
+
+// TestIssue17StoreCommandsOverUpper: the store subcommands, which give a
+// store no lowers, refuse one made by mount --upper, saying how it opens.
+func TestIssue17StoreCommandsOverUpper(t *testing.T) {
+	source, _ := upperSource(t)
+	upper := filepath.Join(t.TempDir(), "upper")
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	cmd, log := startMount(t, mnt, source, mnt, "--upper", upper)
+	if err := os.Remove(filepath.Join(mnt, "a")); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	r := runChild(t, "store", "checkpoint", upper)
+	if r.code == 0 || !strings.Contains(r.stderr, "mount --upper DIR SOURCE") {
+		t.Errorf("store checkpoint of an upper: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
