@@ -71,7 +71,8 @@ type Options struct {
 	// directory makes it opaque, and checkpoints write these out in the
 	// store's packs, never the lowers' contents. The store records the
 	// lowers it was made over, and every open must give the same ones
-	// (see ErrLowers). The store neither changes nor closes them.
+	// (see ErrLowers). The store neither changes nor closes them. A
+	// store with lowers takes no Publisher.
 	Lowers []fs.FS
 }
 
@@ -195,6 +196,10 @@ func Open(dir string, opts *Options) (*Store, error) {
 	s.limit = s.opts.CheckpointBytes
 	if s.limit == 0 {
 		s.limit = 64 << 20
+	}
+	if len(s.opts.Lowers) > 0 && s.opts.Publisher != nil {
+		// A Checkpoint promises packs that hold the whole tree.
+		return nil, fmt.Errorf("packfs: Open %s: a store over lowers publishes no checkpoints, whose packs would not hold the lowers' part of the tree: %w", dir, errors.ErrUnsupported)
 	}
 	refs, err := lowerRefs(s.opts.Lowers)
 	if err != nil {

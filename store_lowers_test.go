@@ -252,6 +252,15 @@ func TestIssue17StoreLowersDiffer(t *testing.T) {
 	if _, err := packfs.Open(filepath.Join(tmp, "nil"), &packfs.Options{Lowers: []fs.FS{nil}}); !errors.Is(err, fs.ErrInvalid) {
 		t.Fatalf("a nil lower: %v, want ErrInvalid", err)
 	}
+	if _, err := os.Stat(filepath.Join(tmp, "nil")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused open made its directory: %v", err)
+	}
+	// A Publisher is promised packs of the whole tree, which a store over
+	// lowers does not have.
+	pub := &packfs.Options{Lowers: []fs.FS{p1}, Publisher: nopPublisher{}}
+	if _, err := packfs.Open(filepath.Join(tmp, "pub"), pub); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("a Publisher over lowers: %v, want ErrUnsupported", err)
+	}
 }
 
 // rebasing is a store over lowers that, at each Settle, checkpoints,
@@ -510,3 +519,7 @@ func TestIssue17StoreLowersHostChanged(t *testing.T) {
 		}
 	}
 }
+
+type nopPublisher struct{}
+
+func (nopPublisher) PublishCheckpoint(*packfs.Checkpoint) error { return nil }
