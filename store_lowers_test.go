@@ -263,10 +263,9 @@ func TestIssue17StoreLowersDiffer(t *testing.T) {
 	}
 }
 
-// rebasing is a store over lowers that, at each Settle, checkpoints,
-// reopens, flattens, or moves its whole state into lowers: a new store
-// over either a pack of its tree or its own packs stacked over its
-// lowers. The differential test then removes, renames and replaces what
+// rebasing is a store over lowers that, at each Settle, moves its whole
+// state into lowers (a new store over a pack of its tree, or over its own
+// packs stacked over its lowers), checkpoints, flattens or reopens. The differential test then removes, renames and replaces what
 // the lowers hold, and compares with os.
 type rebasing struct {
 	*packfs.Store
@@ -281,18 +280,20 @@ var rebases atomic.Int64
 
 func (r *rebasing) Settle() error {
 	r.n++
+	// A sequence settles a few times: the first moves the store into
+	// its lowers, so that most sequences act on names of a lower.
 	switch r.n % 5 {
-	case 1:
-		return r.Store.Checkpoint()
 	case 2:
+		return r.Store.Checkpoint()
+	case 4:
+		return r.Store.Flatten()
+	case 0:
 		if err := r.Store.Close(); err != nil {
 			return err
 		}
 		s, err := packfs.Open(r.dir, r.opts)
 		r.Store = s
 		return err
-	case 3:
-		return r.Store.Flatten()
 	}
 	rebases.Add(1)
 	root, err := r.Store.Stat(".")
@@ -300,7 +301,7 @@ func (r *rebasing) Settle() error {
 		return err
 	}
 	var lowers []fs.FS
-	if r.n%5 == 4 {
+	if r.n%5 == 1 {
 		snap, err := r.Store.Snapshot()
 		if err != nil {
 			return err

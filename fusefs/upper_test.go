@@ -22,10 +22,10 @@ import (
 )
 
 // rebasingMount is a mounted store over read-only lowers, as
-// packfs mount --upper serves one. Settle unmounts it and then
-// checkpoints and reopens the store, or moves its whole state into its
-// lowers: a new store over a pack of its tree, or over its own packs
-// stacked on its lowers. The suite's differential test then removes,
+// packfs mount --upper serves one. Settle unmounts it and then moves
+// the store's whole state into its lowers (a new store over a pack of
+// its tree, or over its own packs stacked on its lowers), or checkpoints
+// and reopens it; the first Settle of a sequence moves it. The suite's differential test then removes,
 // renames and replaces names of the lowers through the kernel.
 type rebasingMount struct {
 	layer.FS // the mountpoint, through dirfs
@@ -93,7 +93,7 @@ func (r *rebasingMount) Settle() error {
 		return err
 	}
 	switch r.n % 3 {
-	case 1: // a checkpoint, then a reopen
+	case 0: // a checkpoint, then a reopen
 		if err := r.s.Checkpoint(); err != nil {
 			return err
 		}
@@ -101,7 +101,7 @@ func (r *rebasingMount) Settle() error {
 			return err
 		}
 		return r.open(nil)
-	case 2: // the whole tree as one pack
+	case 1: // the whole tree as one pack
 		snap, err := r.s.Snapshot()
 		if err != nil {
 			return err
