@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -131,5 +132,49 @@ func TestIssue17StoreLowersProbes(t *testing.T) {
 			t.Errorf("read-only beside the writer:\n%s\nwant:\n%s", got, want)
 		}
 		r.Close()
+	}
+}
+
+// TestIssue17FlattenOverLowersHides: a flatten over lowers merges the
+// store's packs into one that hides what they hid: a directory made over
+// a file of an older pack, itself over a directory of the lower, stays
+// without the lower's contents, and so does one made over a whiteout.
+func TestIssue17FlattenOverLowersHides(t *testing.T) {
+	tmp := t.TempDir()
+	lower := writePack(t, tmp, "lower.pack", lowerTree(t, map[string]string{
+		"x/a": "a", "y/b": "b", "z/c": "c",
+	}))
+	dir := filepath.Join(tmp, "store")
+	opts := &packfs.Options{Lowers: []fs.FS{lower}, CheckpointBytes: -1}
+	s, err := packfs.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close() }()
+	mustDo(t, s.RemoveAll("x"))
+	mustDo(t, s.WriteFile("x", []byte("file"), 0o644))
+	mustDo(t, s.RemoveAll("y"))
+	mustDo(t, s.Checkpoint()) // a pack with the file x and a whiteout y
+	mustDo(t, s.Remove("x"))
+	mustDo(t, s.Mkdir("x", 0o755))
+	mustDo(t, s.Mkdir("y", 0o755))
+	mustDo(t, s.Checkpoint())
+	mustDo(t, s.WriteFile("z/new", []byte("new"), 0o644))
+	want := dump(t, s, false)
+	for _, hidden := range []string{"x/a", "y/b"} {
+		if strings.Contains(want, hidden) {
+			t.Fatalf("%s shows before the flatten:\n%s", hidden, want)
+		}
+	}
+	mustDo(t, s.Flatten())
+	if got := dump(t, s, false); got != want {
+		t.Fatalf("after the flatten:\n%s\nwant:\n%s", got, want)
+	}
+	mustDo(t, s.Close())
+	if s, err = packfs.Open(dir, opts); err != nil {
+		t.Fatal(err)
+	}
+	if got := dump(t, s, false); got != want {
+		t.Fatalf("reopened after the flatten:\n%s\nwant:\n%s", got, want)
 	}
 }
