@@ -23,7 +23,9 @@ func (s *Store) Checkpoint() error { return s.checkpoint(false) }
 
 // Flatten is a checkpoint that writes the whole tree, every pack's
 // content included, as one pack without whiteouts, and then removes the
-// packs it replaces.
+// packs it replaces. Over lowers (Options.Lowers) it writes the store's
+// own packs and changes as one pack, with the whiteouts and opaque
+// directories that hide what the lowers hold; the lowers stay as given.
 func (s *Store) Flatten() error { return s.checkpoint(true) }
 
 // maybeCheckpoint starts a background checkpoint once the log has passed
@@ -101,12 +103,19 @@ func (s *Store) checkpoint(flatten bool) error {
 	// What the packs do not hold: the upper layer, a delta, and the
 	// snapshots of upper layers that undone transactions left below it
 	// (see undo), each written as a pack of its own.
-	srcs := snap.layers[:len(snap.layers)-len(s.packs)]
-	if flatten {
+	// The lowers are never written: a flatten over them merges the
+	// store's own layers into one that keeps the whiteouts and opaque
+	// directories the lowers need (see delta).
+	own := snap.layers[:len(snap.layers)-len(s.opts.Lowers)]
+	srcs := own[:len(own)-len(s.packs)]
+	switch {
+	case flatten && len(s.opts.Lowers) == 0:
 		srcs = []fs.FS{snap}
+	case flatten:
+		srcs = []fs.FS{&delta{layers: own}}
 	}
 	s.tail = [][]byte{}
-	next := manifest{version: manifestVersion, gen: s.man.gen + 1, wal: first, root: root, mode: uint32(mode)}
+	next := manifest{version: manifestVersion, gen: s.man.gen + 1, wal: first, root: root, mode: uint32(mode), lowers: s.man.lowers}
 	s.wmu.Unlock()
 
 	abandon := func(err error) error {

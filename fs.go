@@ -110,6 +110,26 @@
 // refused before they are logged, with EINVAL or ENAMETOOLONG. Every
 // method of a closed store fails with fs.ErrClosed.
 //
+// # Lowers
+//
+// A store can sit over read-only lower layers ([Options.Lowers]: packs,
+// host directories, any fs.FS), as an overlayfs upperdir sits over its
+// lowerdirs: its tree is their union with its own packs and changes on
+// top. Removing or renaming a name of a lower records a whiteout, a
+// directory made where a lower one was removed is opaque, and these are
+// changes like any other: logged, durable at a sync, written into the
+// store's packs by checkpoints. The lowers are never written: a
+// checkpoint writes only the store's own changes, and a flatten merges
+// only the store's packs, keeping the whiteouts and opaque directories
+// that hide what the lowers hold. The log holds changes made over the
+// lowers, so the manifest records them (a pack by its size and sum, any
+// other layer by its place), and an open over other lowers, over none, or
+// with lowers given to a store made without them fails with an error
+// wrapping [ErrLowers]. A lower that is not a pack (a host directory) may
+// change while the store is closed, since Close checkpoints a store
+// over one first; after a crash the log replays over it as it is then.
+// This is what packfs mount --upper DIR serves.
+//
 // # Packages
 //
 //   - [github.com/packfs/packfs/layer]: the contract every layer meets (the

@@ -34,6 +34,7 @@ func packName(gen uint64) string { return fmt.Sprintf("pack-%016x.pack", gen) }
 //	root 1764582000000000000  the root directory's mtime, Unix ns
 //	mode 2147484141         the root directory's fs.FileMode
 //	pack pack-…07.pack 4096 1a2b3c4d   one line a pack, top first
+//	lower pack 8192 9c8d7e6f  version 3: one line a lower layer, top first
 //	crc32c 5e6f7a8b         CRC-32C of every byte before this line
 //
 // Version 2 records what must exist for no acknowledged change to be
@@ -44,16 +45,40 @@ func packName(gen uint64) string { return fmt.Sprintf("pack-%016x.pack", gen) }
 // promises nothing of the segment; it is still read, with neither check,
 // and the next checkpoint writes version 2. Code that reads only version
 // 1 refuses version 2 as an unknown version line (ErrCorrupt).
+//
+// Version 3 is version 2 with the store's read-only lower layers
+// (Options.Lowers), which the log's changes were made over: a lower that
+// can say which pack it is (a Sum method, as packreader.Reader has) is
+// "lower pack SIZE SUM", any other "lower other". It is written only for
+// a store that has lowers, so that code reading versions 1 and 2 refuses
+// a store it would show without them, and reads every other.
 type manifest struct {
 	version int
-	gen     uint64    // bumped by each checkpoint
-	wal     uint64    // the first log segment to replay
-	root    int64     // the root directory's mtime at the checkpoint, Unix ns
-	mode    uint32    // the root directory's mode at the checkpoint (fs.FileMode)
-	packs   []packRef // the packs, top first
+	gen     uint64     // bumped by each checkpoint
+	wal     uint64     // the first log segment to replay
+	root    int64      // the root directory's mtime at the checkpoint, Unix ns
+	mode    uint32     // the root directory's mode at the checkpoint (fs.FileMode)
+	packs   []packRef  // the packs, top first
+	lowers  []lowerRef // the lower layers beneath the packs, top first
 }
 
-// manifestVersion is the version this code writes.
+// lowerRef is what the manifest records of a lower layer: a pack's size
+// and sum (see packreader.Reader.Sum), or nothing but that one is there.
+type lowerRef struct {
+	pack bool
+	size int64
+	sum  uint32
+}
+
+func (l lowerRef) String() string {
+	if l.pack {
+		return fmt.Sprintf("a pack of %d bytes, sum %08x", l.size, l.sum)
+	}
+	return "a layer other than a pack"
+}
+
+// manifestVersion is the version this code writes for a store without
+// lowers; one with lowers takes version 3.
 const manifestVersion = 2
 
 // packRef names a pack and, from version 2, what it must be: its size,
@@ -80,9 +105,20 @@ func (m *manifest) has(name string) bool {
 // pack's size and sum.
 func (m *manifest) encode() []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "packfs-manifest %d\ngeneration %d\nwal %d\nroot %d\nmode %d\n", manifestVersion, m.gen, m.wal, m.root, m.mode)
+	version := manifestVersion
+	if len(m.lowers) > 0 {
+		version = 3
+	}
+	fmt.Fprintf(&b, "packfs-manifest %d\ngeneration %d\nwal %d\nroot %d\nmode %d\n", version, m.gen, m.wal, m.root, m.mode)
 	for _, p := range m.packs {
 		fmt.Fprintf(&b, "pack %s %d %08x\n", p.name, p.size, p.sum)
+	}
+	for _, l := range m.lowers {
+		if l.pack {
+			fmt.Fprintf(&b, "lower pack %d %08x\n", l.size, l.sum)
+		} else {
+			b.WriteString("lower other\n")
+		}
 	}
 	fmt.Fprintf(&b, "crc32c %08x\n", crc32.Checksum(b.Bytes(), crc32.MakeTable(crc32.Castagnoli)))
 	return b.Bytes()
@@ -113,8 +149,10 @@ func decodeManifest(data []byte) (manifest, error) {
 				m.version = 1
 			case "packfs-manifest 2":
 				m.version = 2
+			case "packfs-manifest 3":
+				m.version = 3
 			default:
-				return bad("unknown version line " + strconv.Quote(sc.Text()) + " (this code reads versions 1 and 2)")
+				return bad("unknown version line " + strconv.Quote(sc.Text()) + " (this code reads versions 1 to 3)")
 			}
 		case key == "generation":
 			m.gen, err = strconv.ParseUint(val, 10, 64)
@@ -132,6 +170,12 @@ func decodeManifest(data []byte) (manifest, error) {
 				return bad("bad pack line " + strconv.Quote(sc.Text()))
 			}
 			m.packs = append(m.packs, p)
+		case key == "lower" && m.version >= 3:
+			l, ok := parseLowerRef(val)
+			if !ok {
+				return bad("bad lower line " + strconv.Quote(sc.Text()))
+			}
+			m.lowers = append(m.lowers, l)
 		default:
 			return bad("unknown line " + strconv.Quote(sc.Text()))
 		}
@@ -144,6 +188,23 @@ func decodeManifest(data []byte) (manifest, error) {
 		return bad("missing fields")
 	}
 	return m, nil
+}
+
+// parseLowerRef parses a lower line's value: "pack SIZE SUM" or "other".
+func parseLowerRef(val string) (lowerRef, bool) {
+	f := strings.Fields(val)
+	switch {
+	case strings.Join(f, " ") != val:
+	case len(f) == 1 && f[0] == "other":
+		return lowerRef{}, true
+	case len(f) == 3 && f[0] == "pack" && len(f[2]) == 8:
+		size, err1 := strconv.ParseInt(f[1], 10, 64)
+		sum, err2 := strconv.ParseUint(f[2], 16, 32)
+		if err1 == nil && err2 == nil && size >= 0 {
+			return lowerRef{pack: true, size: size, sum: uint32(sum)}, true
+		}
+	}
+	return lowerRef{}, false
 }
 
 // parsePackRef parses a pack line's value: a name, and from version 2 a

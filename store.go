@@ -63,7 +63,26 @@ type Options struct {
 	// Publisher, if set, is given each checkpoint before the manifest
 	// names its pack (see Publisher).
 	Publisher Publisher
+	// Lowers are read-only layers beneath the store's own packs, top
+	// first, as overlayfs's lowerdirs are beneath its upperdir: packs
+	// (*packreader.Reader), host directories (dirfs), any fs.FS. The
+	// store's tree is their union with its changes on top: removing or
+	// renaming a name of a lower records a whiteout, replacing a lower
+	// directory makes it opaque, and checkpoints write these out in the
+	// store's packs, never the lowers' contents. The store records the
+	// lowers it was made over, and every open must give the same ones
+	// (see ErrLowers). The store neither changes nor closes them. A
+	// store with lowers takes no Publisher.
+	Lowers []fs.FS
 }
+
+// ErrLowers is wrapped by the error Open gives when Options.Lowers are
+// not the lowers the store was made over: another count, a pack where
+// there was another layer or another pack (by size and sum), or lowers
+// given to a store made without them, or none to one made with them.
+// The store's log holds changes made over its lowers, which would replay
+// into another tree over others.
+var ErrLowers = errors.New("packfs: the store's lower layers differ")
 
 // ErrCorrupt is wrapped by the error Open gives when the store's files
 // are damaged in a way no crash explains, or miss what was acknowledged.
@@ -72,7 +91,8 @@ type Options struct {
 var ErrCorrupt = errors.New("packfs: corrupt store")
 
 // Store is a durable PackFS tree: a union of an in-memory upper layer over
-// packs, whose every change is written ahead to a log. Open rebuilds it
+// packs (and over read-only lowers, given Options.Lowers), whose every
+// change is written ahead to a log. Open rebuilds it
 // from its directory: the packs the manifest lists, then the log replayed
 // over them. A checkpoint writes the upper layer out as a new pack and
 // drops the log it covers.
@@ -84,6 +104,8 @@ type Store struct {
 	opts  Options
 	lock  io.Closer
 	limit int64 // CheckpointBytes resolved
+	// lowers is what the manifest must record of opts.Lowers.
+	lowers []lowerRef
 
 	// wmu serializes changes, so that the log's order is the order in
 	// which they were made, and guards the fields below it.
@@ -175,6 +197,15 @@ func Open(dir string, opts *Options) (*Store, error) {
 	if s.limit == 0 {
 		s.limit = 64 << 20
 	}
+	if len(s.opts.Lowers) > 0 && s.opts.Publisher != nil {
+		// A Checkpoint promises packs that hold the whole tree.
+		return nil, fmt.Errorf("packfs: Open %s: a store over lowers publishes no checkpoints, whose packs would not hold the lowers' part of the tree: %w", dir, errors.ErrUnsupported)
+	}
+	refs, err := lowerRefs(s.opts.Lowers)
+	if err != nil {
+		return nil, err
+	}
+	s.lowers = refs
 	s.dir = s.opts.FS
 	if s.dir == nil {
 		if s.opts.ReadOnly {
@@ -263,6 +294,11 @@ func (s *Store) load(dir string) ([]byte, error) {
 	case err != nil:
 		return raw, err
 	}
+	if fresh {
+		man.lowers = s.lowers
+	} else if err := checkLowers(dir, man.lowers, s.lowers); err != nil {
+		return raw, err
+	}
 	s.man = man
 	for _, ref := range man.packs {
 		p, err := s.openPack(ref)
@@ -310,6 +346,42 @@ func (s *Store) load(dir string) ([]byte, error) {
 	return raw, s.removeLeftovers(names)
 }
 
+// lowerRefs returns what the manifest records of lowers.
+func lowerRefs(lowers []fs.FS) ([]lowerRef, error) {
+	var refs []lowerRef
+	for i, l := range lowers {
+		if l == nil {
+			return nil, fmt.Errorf("packfs: Options.Lowers[%d] is nil: %w", i, fs.ErrInvalid)
+		}
+		ref := lowerRef{}
+		if p, ok := l.(interface {
+			Sum() (int64, uint32, error)
+		}); ok {
+			size, sum, err := p.Sum()
+			if err != nil {
+				return nil, fmt.Errorf("packfs: lower %d: %w", i, err)
+			}
+			ref = lowerRef{pack: true, size: size, sum: sum}
+		}
+		refs = append(refs, ref)
+	}
+	return refs, nil
+}
+
+// checkLowers reports, wrapping ErrLowers, how the lowers given differ
+// from those the store was made over.
+func checkLowers(dir string, made, given []lowerRef) error {
+	if len(made) != len(given) {
+		return fmt.Errorf("%w: %s was made over %d lower layers and is opened over %d", ErrLowers, dir, len(made), len(given))
+	}
+	for i := range made {
+		if made[i] != given[i] {
+			return fmt.Errorf("%w: %s: lower %d is %s, and the store was made over %s", ErrLowers, dir, i, given[i], made[i])
+		}
+	}
+	return nil
+}
+
 // unload closes what a failed load of a read-only store opened.
 func (s *Store) unload() {
 	for _, p := range s.packs {
@@ -322,15 +394,15 @@ func (s *Store) unload() {
 	}
 }
 
-// union returns a union of a fresh upper layer over the store's packs,
-// its root directory's mtime and mode root and mode.
+// union returns a union of a fresh upper layer over the store's packs
+// and its lowers, its root directory's mtime and mode root and mode.
 func (s *Store) union(root int64, mode fs.FileMode) *FS {
 	s.now = time.Unix(0, root)
-	lowers := make([]fs.FS, len(s.packs))
+	lowers := make([]fs.FS, len(s.packs), len(s.packs)+len(s.opts.Lowers))
 	for i, p := range s.packs {
 		lowers[i] = p.r
 	}
-	return New(newUpper(s.clock, mode), lowers...)
+	return New(newUpper(s.clock, mode), append(lowers, s.opts.Lowers...)...)
 }
 
 // newUpper returns an empty upper layer whose root has the mode of the
@@ -406,6 +478,11 @@ func (s *Store) replay(entries [][]byte) error {
 		}
 		s.now = time.Unix(0, o.time)
 		if err := apply(s.live.Load(), o); err != nil {
+			if s.hostLowers() {
+				// Close leaves no change logged over such a lower, so
+				// this follows a crash, and the lower may have changed.
+				return fmt.Errorf("%w: %w: a logged change fails on replay over the lowers, of which one is not a pack and may have changed since the store was last open: %v", ErrCorrupt, ErrLowers, err)
+			}
 			return fmt.Errorf("%w: a logged change fails on replay: %v", ErrCorrupt, err)
 		}
 	}
@@ -688,8 +765,16 @@ func (s *Store) Close() error {
 		return err
 	}
 	s.closing = true
+	settle := s.hostLowers() && s.pending()
 	s.wmu.Unlock()
 	s.bg.Wait()
+	if settle && !s.opts.ReadOnly && s.failure() == nil {
+		// A lower other than a pack may change before the next open,
+		// which would replay the log over it into another tree: the
+		// log is written out first. If that fails, the log still
+		// holds every change.
+		s.checkpoint(false)
+	}
 	s.ckMu.Lock()
 	defer s.ckMu.Unlock()
 	s.wmu.Lock()
@@ -705,6 +790,31 @@ func (s *Store) Close() error {
 	}
 	s.release()
 	return err
+}
+
+// hostLowers reports whether a lower is not a pack: a host directory, say,
+// which can change while the store is closed.
+func (s *Store) hostLowers() bool {
+	for _, l := range s.lowers {
+		if !l.pack {
+			return true
+		}
+	}
+	return false
+}
+
+// pending reports whether the live tree holds changes that no pack of
+// the manifest does; s.wmu is held.
+func (s *Store) pending() bool {
+	u := s.live.Load()
+	if len(u.layers)-1-len(s.packs)-len(s.opts.Lowers) > 0 {
+		return true // upper layers that undone transactions left
+	}
+	if ents, err := fs.ReadDir(u.layers[0], "."); err != nil || len(ents) > 0 {
+		return true
+	}
+	fi, err := fs.Stat(u.layers[0], ".")
+	return err != nil || fi.ModTime().UnixNano() != s.man.root || uint32(fi.Mode()) != s.man.mode
 }
 
 // release closes the packs and the lock.
@@ -896,6 +1006,10 @@ func (r storeReads) ReadFile(name string) ([]byte, error)       { return r.s.Rea
 func (r storeReads) ReadLink(name string) (string, error)       { return r.s.ReadLink(name) }
 func (r storeReads) Glob(pattern string) ([]string, error)      { return r.s.Glob(pattern) }
 
+// Whiteout is not offered: a store is not the upper layer of another
+// union, since its log would replay whiteouts without the layers they
+// hide. Give it those layers instead (Options.Lowers): its own union then
+// records the whiteouts, durably.
 func (s *Store) Whiteout(name string) error { return layer.Unsupported("whiteout", name) }
 func (s *Store) Create(name string) (layer.File, error) {
 	return s.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o666)

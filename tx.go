@@ -148,7 +148,7 @@ func (s *Store) undo(tx *Tx, snap *FS) {
 	}
 	s.live.Store(u)
 	s.hmu.Unlock()
-	if s.limit >= 0 && len(u.layers)-1-len(s.packs) > maxStacked && s.ckAuto.CompareAndSwap(false, true) {
+	if s.limit >= 0 && len(u.layers)-1-len(s.packs)-len(s.opts.Lowers) > maxStacked && s.ckAuto.CompareAndSwap(false, true) {
 		s.launchCheckpoint()
 	}
 }

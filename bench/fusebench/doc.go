@@ -11,7 +11,11 @@
 //   - writing: a store (packfs.Open) mounted by fusefs against
 //     fuse-overlayfs (upper and work directories on tmpfs) and tmpfs
 //     itself: creating and writing 20,000 small files, removing them, and
-//     writing one 64 MiB file.
+//     writing one 64 MiB file;
+//   - writing over a read-only lower: a store over a pack of 20,000 small
+//     files (packfs mount --upper) against fuse-overlayfs with a host
+//     directory of the same files as its lowerdir, and tmpfs: removing
+//     them (and their emptied directories), and renaming each.
 //
 // The benchmarks mount as root. Missing tools are installed with apt-get
 // (squashfuse, squashfs-tools, fuse-overlayfs) when it is there; a tool

@@ -6,3 +6,4 @@ set -e
 out=${1:-/tmp/fusebench.txt}
 go test -run '^$' -count 5 -benchtime 2x -bench '^Benchmark(FindStat|ReadAll|Grep)$' ./fusebench/ | tee "$out"
 go test -run '^$' -count 5 -benchtime 1x -bench '^Benchmark(SmallFiles|Write64MiB)$' ./fusebench/ | tee -a "$out"
+go test -run '^$' -count 5 -benchtime 1x -bench '^BenchmarkLowerFiles$' ./fusebench/ | tee -a "$out"

@@ -37,9 +37,12 @@
 // where an element may also be a host directory), a pack in a bucket
 // (an s3:// URL, alone), a host directory (read-only), or a store directory (read-write and durable: a program's
 // fsync is a commit). --upper DIR puts a store, created if DIR is missing
-// or empty, over a read-only SOURCE; since a store records no whiteouts
-// yet, removing or renaming a name that lives below it fails with
-// EOPNOTSUPP. On a signal the store is synced (and checkpointed with
+// or empty, over a read-only SOURCE, as overlayfs puts an upperdir over
+// lowerdirs: removing, renaming and replacing SOURCE's names is recorded
+// in the store (whiteouts, opaque directories) and is durable as its
+// other changes are. The store records which SOURCE it was made over (a
+// pack by its size and sum), and a mount of DIR over another SOURCE, or
+// over none, is refused. On a signal the store is synced (and checkpointed with
 // -checkpoint) and the file system unmounted; while a program still uses
 // it the unmount fails and mount goes on serving, and a second signal
 // detaches it. -d logs every FUSE request.

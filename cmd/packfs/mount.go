@@ -18,7 +18,7 @@ import (
 	"github.com/packfs/packfs/remote"
 )
 
-const mountHelp = "Mount a pack, an a.pack:b.pack stack, a host directory or a store directory through FUSE, in the foreground until unmounted or SIGINT/SIGTERM; --upper DIR writes to a store over the rest."
+const mountHelp = "Mount a pack, an a.pack:b.pack stack, a host directory or a store directory through FUSE, in the foreground until unmounted or SIGINT/SIGTERM; --upper DIR writes to a store over a read-only SOURCE, which every later mount of DIR must give again."
 
 var mountOpts struct {
 	upper      string
@@ -29,7 +29,7 @@ var mountOpts struct {
 }
 
 func mountFlags(fl *flag.FlagSet) {
-	fl.StringVar(&mountOpts.upper, "upper", "", "a store directory to write to, over the read-only SOURCE")
+	fl.StringVar(&mountOpts.upper, "upper", "", "a store directory to write to (created if missing or empty), over the read-only SOURCE: removals, renames and replaced directories of SOURCE's names are recorded in it; mount it again over the same SOURCE")
 	fl.BoolVar(&mountOpts.debug, "d", false, "log every FUSE request")
 	fl.BoolVar(&mountOpts.readOnly, "ro", false, "mount read-only")
 	fl.BoolVar(&mountOpts.checkpoint, "checkpoint", false, "checkpoint the store before unmounting")
@@ -138,7 +138,10 @@ func openMounted(source string) (*mounted, error) {
 		m.opts.ReadOnly, m.opts.Immutable = true, immutable
 		return m, nil
 	}
-	s, err := openStoreWritable(mountOpts.upper, true)
+	// The store takes the lowers beneath its own packs, so that its
+	// union records whiteouts and opaque directories over them, durably.
+	// Its Close comes before theirs.
+	s, err := openStoreWritable(mountOpts.upper, true, lowers...)
 	if err != nil {
 		m.close()
 		return nil, err
@@ -146,7 +149,7 @@ func openMounted(source string) (*mounted, error) {
 	m.closes = append(m.closes, s.Close)
 	m.kind += " under store " + mountOpts.upper
 	m.store = s
-	m.fsys = packfs.New(s, lowers...)
+	m.fsys = s
 	m.opts.ReadOnly = mountOpts.readOnly
 	return m, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/packfs/packfs"
+	"github.com/packfs/packfs/packreader"
 )
 
 // startMount runs packfs mount args... in a child process and returns
@@ -223,7 +225,12 @@ func TestIssue17MountPackUpper(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
-	s, err := packfs.Open(upper, nil)
+	lower, err := packreader.Open(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lower.Close()
+	s, err := packfs.Open(upper, &packfs.Options{Lowers: []fs.FS{lower}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -229,7 +229,7 @@ func openStoreReadOnly(dir string) (*packfs.Store, error) {
 		}
 		after, rerr := os.ReadFile(filepath.Join(dir, storeManifest))
 		if try == 4 || rerr != nil || bytes.Equal(before, after) {
-			return nil, err
+			return nil, lowersHint(err)
 		}
 	}
 }

@@ -108,7 +108,7 @@ func storeInfo(args []string, stdout, _ io.Writer) error {
 // openStoreWritable opens a store for a change. With create, a missing
 // or empty directory becomes a new store; a directory holding anything
 // else is never made one.
-func openStoreWritable(dir string, create bool) (*packfs.Store, error) {
+func openStoreWritable(dir string, create bool, lowers ...fs.FS) (*packfs.Store, error) {
 	if _, err := os.Stat(filepath.Join(dir, storeManifest)); err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
@@ -118,11 +118,20 @@ func openStoreWritable(dir string, create bool) (*packfs.Store, error) {
 			return nil, fmt.Errorf("%s: not a store directory (no %s)", dir, storeManifest)
 		}
 	}
-	s, err := packfs.Open(dir, nil)
+	s, err := packfs.Open(dir, &packfs.Options{Lowers: lowers})
 	if errors.Is(err, vfs.ErrLocked) {
 		return nil, storeBusy{dir: dir, err: err}
 	}
-	return s, err
+	return s, lowersHint(err)
+}
+
+// lowersHint adds to an error wrapping packfs.ErrLowers how such a store
+// is opened.
+func lowersHint(err error) error {
+	if errors.Is(err, packfs.ErrLowers) {
+		return fmt.Errorf("%w (a store made by mount --upper opens only over the SOURCE it was made over: packfs mount --upper DIR SOURCE MOUNTPOINT)", err)
+	}
+	return err
 }
 
 // storeBusy says a store's lock is held by another writer, without the
