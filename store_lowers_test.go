@@ -357,7 +357,7 @@ func TestIssue17ConformanceStoreOverLowers(t *testing.T) {
 	case raceEnabled:
 		opts = append(opts, conformance.WithSeeds(40))
 	case testsize.Short():
-		opts = append(opts, conformance.WithSeeds(200))
+		opts = append(opts, conformance.WithSeeds(100))
 	default:
 		opts = append(opts, conformance.WithSeeds(1000))
 	}
