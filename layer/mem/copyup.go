@@ -21,6 +21,8 @@ type Copy struct {
 	// Data is a regular file's content or a symlink's target; nil reads
 	// as empty.
 	Data io.Reader
+	// Owner is the copy's owner; nil gives it none (layer.NoOwner).
+	Owner *layer.Sys
 }
 
 // CopyIn creates chain in the existing directory dir in one step: chain[0]
@@ -113,6 +115,9 @@ func copyState(c Copy, last bool) (*state, error) {
 		return nil, syscall.ENAMETOOLONG
 	}
 	s := &state{mode: c.Mode & (fs.ModeType | fileModeMask), mtime: c.ModTime.UnixNano()}
+	if c.Owner != nil {
+		s.setOwner(c.Owner.Uid, c.Owner.Gid)
+	}
 	switch t := c.Mode.Type(); {
 	case t == fs.ModeDir:
 		// A copy keeps its setgid bit, which Mkdir's perm cannot give.

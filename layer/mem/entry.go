@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/treap"
 )
 
@@ -52,10 +53,13 @@ func (e *entry) info(name string, s *state) *fileInfo {
 
 // state is one immutable version of a file's metadata and contents.
 type state struct {
-	mode  fs.FileMode
-	mtime int64                     // Unix nanoseconds
-	data  *content                  // regular file: bytes; symlink: target
-	kids  treap.Map[string, *entry] // directory: entries by name
+	mode fs.FileMode
+	// uid and gid are the owner's ids complemented, so that a state made
+	// without them has layer.NoOwner (see owner).
+	uid, gid uint32
+	mtime    int64                     // Unix nanoseconds
+	data     *content                  // regular file: bytes; symlink: target
+	kids     treap.Map[string, *entry] // directory: entries by name
 }
 
 // emptyDir is every new directory's index. Its NewOrdered order compares
@@ -73,6 +77,12 @@ func (s *state) size() int64 {
 	}
 	return s.data.Size()
 }
+
+// owner returns the file's ids, layer.NoOwner where it has none.
+func (s *state) owner() (uid, gid uint32) { return ^s.uid, ^s.gid }
+
+// setOwner gives the file the ids uid and gid.
+func (s *state) setOwner(uid, gid uint32) { s.uid, s.gid = ^uid, ^gid }
 
 func (s *state) target() string { return string(s.data.bytes()) }
 
@@ -95,10 +105,18 @@ func (fi *fileInfo) Size() int64                { return fi.s.size() }
 func (fi *fileInfo) Mode() fs.FileMode          { return fi.s.mode }
 func (fi *fileInfo) ModTime() time.Time         { return time.Unix(0, fi.s.mtime) }
 func (fi *fileInfo) IsDir() bool                { return fi.s.isDir() }
-func (fi *fileInfo) Sys() any                   { return nil }
 func (fi *fileInfo) Type() fs.FileMode          { return fi.s.mode.Type() }
 func (fi *fileInfo) Info() (fs.FileInfo, error) { return fi, nil }
 func (fi *fileInfo) String() string             { return fs.FormatDirEntry(fi) }
+
+// Sys returns a *layer.Sys with the file's owner, or nil when it has none.
+func (fi *fileInfo) Sys() any {
+	if fi.s.uid == 0 && fi.s.gid == 0 {
+		return nil
+	}
+	uid, gid := fi.s.owner()
+	return &layer.Sys{Uid: uid, Gid: gid}
+}
 
 // list returns up to n entries of dir after name after (all when n <= 0,
 // from the start when first).
