@@ -933,5 +933,11 @@ func (s *Store) WriteFile(name string, data []byte, perm fs.FileMode) error {
 
 // Chtimes changes name's times; a zero time leaves that one unchanged.
 func (s *Store) Chtimes(name string, atime, mtime time.Time) error {
-	return s.change(chtimesOp(name, atime, mtime), "chtimes")
+	return s.change(chtimesOp(opChtimes, name, atime, mtime), "chtimes")
+}
+
+// Lchtimes changes name's times without following a final symlink: a
+// symlink's own. A zero time leaves that one unchanged.
+func (s *Store) Lchtimes(name string, atime, mtime time.Time) error {
+	return s.change(chtimesOp(opLchtimes, name, atime, mtime), "lchtimes")
 }
