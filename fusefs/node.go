@@ -235,11 +235,6 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	return n.Getattr(ctx, f, out)
 }
 
-// lchtimesFS sets a symlink's own times.
-type lchtimesFS interface {
-	Lchtimes(name string, atime, mtime time.Time) error
-}
-
 // chtimes sets the times of the node's own inode, as SETATTR asks: for a
 // symlink (utimensat with AT_SYMLINK_NOFOLLOW) the link's, never its
 // target's. A layer that cannot set a link's times leaves them as they
@@ -248,8 +243,8 @@ func (n *node) chtimes(fsys fs.FS, p string, atime, mtime time.Time) error {
 	if n.StableAttr().Mode != syscall.S_IFLNK {
 		return layer.Chtimes(fsys, p, atime, mtime)
 	}
-	if l, ok := fsys.(lchtimesFS); ok {
-		return l.Lchtimes(p, atime, mtime)
+	if _, ok := fsys.(layer.LchtimesFS); ok {
+		return layer.Lchtimes(fsys, p, atime, mtime)
 	}
 	return nil
 }
