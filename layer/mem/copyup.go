@@ -69,6 +69,17 @@ func (f *FS) copyIn(op, dir string, chain []Copy, over bool) error {
 		if old, ok := d.state().kids.Get(chain[0].Name); ok && !(over && layer.IsWhiteout(old.state().mode)) {
 			return errExist
 		}
+		if over {
+			// A create, not a copy: in a setgid directory the new
+			// entries take its group, as link gives it.
+			parent := d.state()
+			for i, s := range states {
+				if chain[i].Owner == nil {
+					inheritGroup(parent, s)
+				}
+				parent = s
+			}
+		}
 		// Build the chain unlinked, bottom up, then link its top.
 		var below *entry
 		for i := len(chain) - 1; i >= 0; i-- {

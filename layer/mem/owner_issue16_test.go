@@ -191,3 +191,40 @@ func TestIssue17Lchtimes(t *testing.T) {
 		t.Errorf("Lchtimes(missing) = %v", err)
 	}
 }
+
+// TestIssue16SetgidGroup: what is made in a setgid directory takes its
+// group, as on Linux; elsewhere a new file has no owner.
+func TestIssue16SetgidGroup(t *testing.T) {
+	f := New()
+	if err := f.Mkdir("g", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Chown("g", 3, 77); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Chmod("g", 0o755|fs.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	mustDo := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustDo(f.WriteFile("g/f", nil, 0o644))
+	mustDo(f.Mkdir("g/d", 0o755))
+	mustDo(f.MkdirAll("g/a/b/c", 0o755))
+	mustDo(f.Symlink("x", "g/l"))
+	h, err := f.OpenFile("g/o", os.O_CREATE|os.O_RDWR, 0o600)
+	mustDo(err)
+	h.Close()
+	for _, name := range []string{"g/f", "g/d", "g/a", "g/a/b/c", "g/l", "g/o"} {
+		if u, g := ownerOf(t, f, name); u != layer.NoOwner || g != 77 {
+			t.Errorf("%s: %d:%d, want group 77 and no uid", name, u, g)
+		}
+	}
+	mustDo(f.WriteFile("plain", nil, 0o644))
+	if _, g := ownerOf(t, f, "plain"); g != layer.NoOwner {
+		t.Errorf("a file outside the setgid directory has group %d", g)
+	}
+}

@@ -136,14 +136,25 @@ func (f *FS) create(s *state) *entry {
 	return &n.e
 }
 
-// link adds e to directory dir under name, or replaces what is there.
+// link adds e, a new file, to directory dir under name, or replaces what
+// is there. In a setgid directory the file takes the directory's group,
+// as on Linux.
 func (f *FS) link(dir *entry, name string, e *entry, now int64) {
 	e.ino.parent.Store(dir.ino)
 	e.ino.name = name
 	ds := dir.ino.cur.Load().state().with()
+	inheritGroup(ds, e.state())
 	ds.kids = ds.kids.SetOwned(f.owner, name, e)
 	ds.mtime = now
 	f.set(dir.ino, ds)
+}
+
+// inheritGroup gives s, a new file's state not yet published, the group
+// of its directory ds when ds is setgid.
+func inheritGroup(ds, s *state) {
+	if ds.mode&fs.ModeSetgid != 0 && !layer.IsWhiteout(s.mode) {
+		s.gid = ds.gid
+	}
 }
 
 // unlink removes name from directory dir; the inode lives on for open
