@@ -114,7 +114,7 @@ func ownerWorkload(s *packfs.Store, unit, ack func()) error {
 		unit()
 	}
 	for i := range 60 {
-		n := []string{"a", "b", "c", "la", "lb", "lc"}[r.IntN(6)]
+		n := []string{"a", "b", "c", "la", "lb", "lc", "."}[r.IntN(7)]
 		id := func() int { return []int{-1, 0, 1000, 65534}[r.IntN(4)] }
 		var err error
 		switch r.IntN(4) {
@@ -236,5 +236,25 @@ func TestIssue16StoreOwnersCrash(t *testing.T) {
 			t.Fatalf("crash at %d of %d: recovered state %v, but %d units were acknowledged", k, total, at, acked)
 		}
 		mustDo(t, s.Close())
+	}
+}
+
+// TestIssue16CopyUpDirSetuid: a lower directory's setuid bit survives
+// its copy-up (the differential with setuid bits found it dropped, since
+// a copy kept only the bits Mkdir can give and setgid).
+func TestIssue16CopyUpDirSetuid(t *testing.T) {
+	mode := fs.ModeSetuid | fs.ModeSetgid | 0o744
+	r := lowerPack(t, func(m *mem.FS) {
+		mustDo(t, m.Mkdir("d", 0o755))
+		mustDo(t, m.Chmod("d", mode))
+	})
+	u := packfs.New(mem.New(), r)
+	mustDo(t, u.WriteFile("d/f", nil, 0o644))
+	fi, err := u.Stat("d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode() &^ fs.ModeDir; got != mode {
+		t.Errorf("d after copy-up: %v, want %v", got, mode)
 	}
 }

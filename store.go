@@ -330,7 +330,21 @@ func (s *Store) union(root int64, mode fs.FileMode) *FS {
 	for i, p := range s.packs {
 		lowers[i] = p.r
 	}
-	return New(newUpper(s.clock, mode), lowers...)
+	m := newUpper(s.clock, mode)
+	if len(lowers) > 0 {
+		if fi, err := fs.Stat(lowers[0], "."); err == nil {
+			keepRootOwner(m, fi)
+		}
+	}
+	return New(m, lowers...)
+}
+
+// keepRootOwner gives the root of m, a fresh upper layer, the owner of
+// root, the root it stands for, which the top pack records.
+func keepRootOwner(m *mem.FS, root fs.FileInfo) {
+	if uid, gid, ok := layer.OwnerOf(root); ok {
+		m.Lchown(".", ownerArg(uid), ownerArg(gid))
+	}
 }
 
 // newUpper returns an empty upper layer whose root has the mode of the

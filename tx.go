@@ -134,11 +134,16 @@ const maxStacked = 4
 func (s *Store) undo(tx *Tx, snap *FS) {
 	mode := fs.ModeDir | 0o755
 	root := time.Now()
-	if fi, err := snap.Stat("."); err == nil {
+	fi, err := snap.Stat(".")
+	if err == nil {
 		root, mode = fi.ModTime(), fi.Mode()
 	}
 	s.now = root
-	u := New(newUpper(s.clock, mode), snap.layers...)
+	m := newUpper(s.clock, mode)
+	if err == nil {
+		keepRootOwner(m, fi)
+	}
+	u := New(m, snap.layers...)
 	s.hmu.Lock()
 	for h, p := range tx.names {
 		h.path = p

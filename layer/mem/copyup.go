@@ -131,8 +131,9 @@ func copyState(c Copy, last bool) (*state, error) {
 	}
 	switch t := c.Mode.Type(); {
 	case t == fs.ModeDir:
-		// A copy keeps its setgid bit, which Mkdir's perm cannot give.
-		s.mode = fs.ModeDir | c.Mode&(dirModeMask|fs.ModeSetgid)
+		// A copy keeps its setuid and setgid bits, which Mkdir's perm
+		// cannot give.
+		s.mode = fs.ModeDir | c.Mode&(dirModeMask|fs.ModeSetuid|fs.ModeSetgid)
 		return s, nil
 	case !last:
 		return nil, errNotDir
