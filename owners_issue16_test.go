@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -256,5 +257,53 @@ func TestIssue16CopyUpDirSetuid(t *testing.T) {
 	}
 	if got := fi.Mode() &^ fs.ModeDir; got != mode {
 		t.Errorf("d after copy-up: %v, want %v", got, mode)
+	}
+}
+
+// TestIssue16HandleChown: Chown and Chmod through an open file of the
+// store reach the file whatever its name, are logged while it has one
+// (they survive a reopen), and reach a removed file without touching
+// the name's new file.
+func TestIssue16HandleChown(t *testing.T) {
+	m := vfstest.NewMemFS()
+	s, err := packfs.Open("", &packfs.Options{FS: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustDo(t, s.WriteFile("f", []byte("x"), 0o644))
+	f, err := s.OpenFile("f", os.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustDo(t, s.Rename("f", "g"))
+	mustDo(t, f.(layer.ChownFile).Chown(5, 6))
+	mustDo(t, f.(layer.ChmodFile).Chmod(0o600))
+	mustDo(t, f.Close())
+	mustDo(t, s.Close())
+	s, err = packfs.Open("", &packfs.Options{FS: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := ownerDump(t, s); !strings.Contains(got, "g -rw------- 5:6\n") {
+		t.Fatalf("after reopen:\n%s", got)
+	}
+	h, err := s.OpenFile("g", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	mustDo(t, s.Remove("g"))
+	mustDo(t, s.WriteFile("g", nil, 0o644))
+	mustDo(t, h.(layer.ChownFile).Chown(7, -1))
+	fi, err := h.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, g, _ := layer.OwnerOf(fi); u != 7 || g != 6 {
+		t.Errorf("the removed file: %d:%d, want 7:6", u, g)
+	}
+	if got := ownerDump(t, s); !strings.Contains(got, "g -rw-r--r-- -1:-1\n") {
+		t.Errorf("the new g changed:\n%s", got)
 	}
 }

@@ -105,3 +105,55 @@ func TestIssue17SymlinkOwnTimes(t *testing.T) {
 		t.Errorf("the link's mtime through the mount: %v, %v", fi.ModTime(), err)
 	}
 }
+
+// TestIssue16FchownRemoved: fchown and fchmod of a file removed while
+// open, through the mount, change that file, as on tmpfs, and not the
+// file made since under its name. They had failed with ENOENT: the kernel
+// sends them without a handle, and the node had no name.
+func TestIssue16FchownRemoved(t *testing.T) {
+	s, err := packfs.Open(filepath.Join(t.TempDir(), "store"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	dir, _ := mountT(t, s, nil)
+	p := filepath.Join(dir, "f")
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	uid, gid := 1234, 1235
+	if os.Getuid() != 0 {
+		uid, gid = -1, -1
+	}
+	if err := f.Chown(uid, gid); err != nil {
+		t.Fatalf("fchown of the removed file: %v", err)
+	}
+	if err := f.Chmod(0o600); err != nil {
+		t.Fatalf("fchmod of the removed file: %v", err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode&0o777 != 0o600 || uid != -1 && (st.Uid != uint32(uid) || st.Gid != uint32(gid)) {
+		t.Errorf("the removed file: %d:%d %o", st.Uid, st.Gid, st.Mode)
+	}
+	fi, err := s.Lstat("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, _, _ := layer.OwnerOf(fi); fi.Mode() != 0o644 || u != layer.NoOwner {
+		t.Errorf("the new file under the name changed: %v, uid %d", fi.Mode(), u)
+	}
+}

@@ -2,6 +2,7 @@ package layer
 
 import (
 	"io/fs"
+	"os"
 	"time"
 )
 
@@ -94,3 +95,22 @@ func Lchtimes(fsys fs.FS, name string, atime, mtime time.Time) error {
 	}
 	return Unsupported("lchtimes", name)
 }
+
+// ChownFile is an open file whose owner can be changed through the
+// handle, as fchown(2) does, whatever name it has now, or none after a
+// remove: *os.File, and the files of package mem, the union and the
+// store.
+type ChownFile interface {
+	Chown(uid, gid int) error
+}
+
+// ChmodFile is an open file whose mode can be changed through the
+// handle, as fchmod(2) does.
+type ChmodFile interface {
+	Chmod(mode fs.FileMode) error
+}
+
+var (
+	_ ChownFile = (*os.File)(nil)
+	_ ChmodFile = (*os.File)(nil)
+)
