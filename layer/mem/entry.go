@@ -2,6 +2,7 @@ package mem
 
 import (
 	"io/fs"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -54,12 +55,12 @@ func (e *entry) info(name string, s *state) *fileInfo {
 // state is one immutable version of a file's metadata and contents.
 type state struct {
 	mode fs.FileMode
-	// uid and gid are the owner's ids complemented, so that a state made
-	// without them has layer.NoOwner (see owner).
-	uid, gid uint32
-	mtime    int64                     // Unix nanoseconds
-	data     *content                  // regular file: bytes; symlink: target
-	kids     treap.Map[string, *entry] // directory: entries by name
+	// own names the owner's ids in the table of owners (see ownerIDs),
+	// in the room mode leaves: 0, a state's zero value, is no owner.
+	own   uint32
+	mtime int64                     // Unix nanoseconds
+	data  *content                  // regular file: bytes; symlink: target
+	kids  treap.Map[string, *entry] // directory: entries by name
 }
 
 // emptyDir is every new directory's index. Its NewOrdered order compares
@@ -79,10 +80,51 @@ func (s *state) size() int64 {
 }
 
 // owner returns the file's ids, layer.NoOwner where it has none.
-func (s *state) owner() (uid, gid uint32) { return ^s.uid, ^s.gid }
+func (s *state) owner() (uid, gid uint32) {
+	ids := ownerIDs(s.own)
+	return ids[0], ids[1]
+}
 
 // setOwner gives the file the ids uid and gid.
-func (s *state) setOwner(uid, gid uint32) { s.uid, s.gid = ^uid, ^gid }
+func (s *state) setOwner(uid, gid uint32) { s.own = ownerIndex(uid, gid) }
+
+// owners is the table of the (uid, gid) pairs files have, shared by every
+// layer of the process: a state holds an index into it, 4 bytes that fit
+// its padding, where the two ids would take 8 and move every state to a
+// larger allocation. The table only grows, by one entry per pair ever
+// given (a few in practice); readers index it without a lock.
+var owners struct {
+	mu    sync.Mutex
+	index map[[2]uint32]uint32
+	list  atomic.Pointer[[][2]uint32] // list[0] is no owner
+}
+
+func init() {
+	l := [][2]uint32{{layer.NoOwner, layer.NoOwner}}
+	owners.list.Store(&l)
+	owners.index = map[[2]uint32]uint32{l[0]: 0}
+}
+
+// ownerIndex returns the index of the pair uid, gid, adding it if new.
+func ownerIndex(uid, gid uint32) uint32 {
+	k := [2]uint32{uid, gid}
+	owners.mu.Lock()
+	defer owners.mu.Unlock()
+	if i, ok := owners.index[k]; ok {
+		return i
+	}
+	l := *owners.list.Load()
+	i := uint32(len(l))
+	// Appending in place writes past every published length, which no
+	// reader indexes: only a state made after the Store below holds i.
+	l = append(l, k)
+	owners.list.Store(&l)
+	owners.index[k] = i
+	return i
+}
+
+// ownerIDs returns the pair at index i.
+func ownerIDs(i uint32) [2]uint32 { return (*owners.list.Load())[i] }
 
 func (s *state) target() string { return string(s.data.bytes()) }
 
@@ -111,7 +153,7 @@ func (fi *fileInfo) String() string             { return fs.FormatDirEntry(fi) }
 
 // Sys returns a *layer.Sys with the file's owner, or nil when it has none.
 func (fi *fileInfo) Sys() any {
-	if fi.s.uid == 0 && fi.s.gid == 0 {
+	if fi.s.own == 0 {
 		return nil
 	}
 	uid, gid := fi.s.owner()

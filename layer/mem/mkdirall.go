@@ -45,7 +45,7 @@ func (f *FS) mkdirAll(name string, perm fs.FileMode) (bool, error) {
 		for i := len(elems) - 1; i >= 0; i-- {
 			e := f.create(&state{mode: mode, mtime: now})
 			if mode&fs.ModeSetgid != 0 {
-				e.state().gid = parent.gid
+				inheritGroup(parent, e.state())
 			}
 			if below != nil {
 				n := strings.Clone(elems[i+1])

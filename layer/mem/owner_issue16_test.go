@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -226,5 +227,55 @@ func TestIssue16SetgidGroup(t *testing.T) {
 	mustDo(f.WriteFile("plain", nil, 0o644))
 	if _, g := ownerOf(t, f, "plain"); g != layer.NoOwner {
 		t.Errorf("a file outside the setgid directory has group %d", g)
+	}
+}
+
+// TestIssue16OwnersConcurrent: readers stat files while writers give them
+// owners never seen before, which grows the table of owners beside them.
+func TestIssue16OwnersConcurrent(t *testing.T) {
+	f := New()
+	for i := range 4 {
+		if err := f.WriteFile(string(rune('a'+i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := string(rune('a' + i))
+			for n := range 500 {
+				if err := f.Lchown(name, 100000+i*1000+n, n); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+	snap := f.Snapshot()
+	for {
+		select {
+		case <-done:
+			for i := range 4 {
+				if u, g := ownerOf(t, f, string(rune('a'+i))); u != uint32(100000+i*1000+499) || g != 499 {
+					t.Errorf("%c: %d:%d", 'a'+i, u, g)
+				}
+				if u, _ := ownerOf(t, snap, string(rune('a'+i))); u != layer.NoOwner {
+					t.Errorf("the snapshot sees uid %d", u)
+				}
+			}
+			return
+		default:
+			for i := range 4 {
+				fi, err := f.Lstat(string(rune('a' + i)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				layer.OwnerOf(fi)
+			}
+		}
 	}
 }

@@ -153,7 +153,9 @@ func (f *FS) link(dir *entry, name string, e *entry, now int64) {
 // of its directory ds when ds is setgid.
 func inheritGroup(ds, s *state) {
 	if ds.mode&fs.ModeSetgid != 0 && !layer.IsWhiteout(s.mode) {
-		s.gid = ds.gid
+		uid, _ := s.owner()
+		_, gid := ds.owner()
+		s.setOwner(uid, gid)
 	}
 }
 
@@ -654,7 +656,8 @@ func (f *FS) Lchown(name string, uid, gid int) error {
 
 func chown(uid, gid int) func(s *state) {
 	return func(s *state) {
-		s.setOwner(layer.ChownIDs(^s.uid, ^s.gid, uid, gid))
+		old, oldGid := s.owner()
+		s.setOwner(layer.ChownIDs(old, oldGid, uid, gid))
 		s.mode = layer.ChownMode(s.mode)
 	}
 }
