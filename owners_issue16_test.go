@@ -2,6 +2,7 @@ package packfs_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -305,5 +306,55 @@ func TestIssue16HandleChown(t *testing.T) {
 	}
 	if got := ownerDump(t, s); !strings.Contains(got, "g -rw-r--r-- -1:-1\n") {
 		t.Errorf("the new g changed:\n%s", got)
+	}
+}
+
+// TestIssue16TxOwners: Lchown, Chown and Lchtimes in a transaction are
+// all or nothing: a failing one leaves the owners and times as they
+// were, a committed one lasts through a reopen.
+func TestIssue16TxOwners(t *testing.T) {
+	m := vfstest.NewMemFS()
+	s, err := packfs.Open("", &packfs.Options{FS: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustDo(t, s.WriteFile("f", nil, 0o644))
+	mustDo(t, s.Symlink("f", "l"))
+	t1 := time.Unix(4321, 0)
+	change := func(tx *packfs.Tx) error {
+		if err := tx.Lchown("l", 1, 2); err != nil {
+			return err
+		}
+		if err := tx.Chown("l", 3, 4); err != nil {
+			return err
+		}
+		return tx.Lchtimes("l", t1, t1)
+	}
+	before := ownerDump(t, s)
+	err = s.Update(func(tx *packfs.Tx) error {
+		if err := change(tx); err != nil {
+			return err
+		}
+		return errTx
+	})
+	if !errors.Is(err, errTx) {
+		t.Fatal(err)
+	}
+	if got := ownerDump(t, s); got != before {
+		t.Fatalf("a failed transaction changed owners:\n%s\nwant\n%s", got, before)
+	}
+	mustDo(t, s.Update(change))
+	want := ownerDump(t, s)
+	if !strings.Contains(want, "f -rw-r--r-- 3:4\n") || !strings.Contains(want, "l Lrwxrwxrwx 1:2 4321000000000\n") {
+		t.Fatalf("after the transaction:\n%s", want)
+	}
+	mustDo(t, s.Close())
+	s, err = packfs.Open("", &packfs.Options{FS: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := ownerDump(t, s); got != want {
+		t.Fatalf("after reopen:\n%s\nwant\n%s", got, want)
 	}
 }
