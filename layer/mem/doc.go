@@ -99,8 +99,8 @@
 // accepts any ids, as it does for root. The (uid, gid) pairs files are
 // given go into one table for the process, which never shrinks: a pair
 // costs about 50 bytes once, however many files have it. Access times
-// are not kept; Lchtimes sets a symlink's own modification time. Hard links are not
-// supported. The size of a directory is reported as 0. A whiteout entry
+// are not kept; Lchtimes sets a symlink's own modification time. Hard
+// links are not supported. The size of a directory is reported as 0. A whiteout entry
 // (see package layer) cannot be opened, as the 0/0 character device it
 // stands for cannot: Open gives ENXIO.
 package mem
