@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/packfs/packfs/layer"
 )
@@ -277,5 +278,13 @@ func TestIssue16OwnersConcurrent(t *testing.T) {
 				layer.OwnerOf(fi)
 			}
 		}
+	}
+}
+
+// TestIssue16StateSize: keeping owners leaves a state in its 48-byte
+// allocation class; every change of a file allocates one.
+func TestIssue16StateSize(t *testing.T) {
+	if n := unsafe.Sizeof(state{}); n > 48 {
+		t.Errorf("a state takes %d bytes, over 48", n)
 	}
 }
