@@ -184,6 +184,30 @@ func (f *file) Truncate(size int64) error {
 	return f.rename(cf.Truncate(size))
 }
 
+// Chown changes the owner through the handle, as fchown(2) does, where
+// the layer's file can (a file of the upper layer); a file still of a
+// lower layer gives errors.ErrUnsupported.
+func (f *file) Chown(uid, gid int) error {
+	cf := f.cur()
+	defer f.mu.Unlock()
+	c, ok := cf.(layer.ChownFile)
+	if !ok {
+		return layer.PathError("chown", f.name, errors.ErrUnsupported)
+	}
+	return f.rename(c.Chown(uid, gid))
+}
+
+// Chmod changes the mode through the handle, as Chown does the owner.
+func (f *file) Chmod(mode fs.FileMode) error {
+	cf := f.cur()
+	defer f.mu.Unlock()
+	c, ok := cf.(layer.ChmodFile)
+	if !ok {
+		return layer.PathError("chmod", f.name, errors.ErrUnsupported)
+	}
+	return f.rename(c.Chmod(mode))
+}
+
 func (f *file) Sync() error {
 	cf := f.cur()
 	defer f.mu.Unlock()

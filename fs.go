@@ -16,8 +16,8 @@
 //   - Reads fall through the upper layer, then the lowers in order.
 //     Directories of the same name merge; ReadDir lists each name once,
 //     from the topmost layer holding it, sorted, in O(k log layers).
-//   - Writing to a lower file, or changing its mode or times, first copies
-//     it up with its mode, mtime and contents. With an upper layer of
+//   - Writing to a lower file, or changing its mode, owner or times, first
+//     copies it up with its owner, mode, mtime and contents. With an upper layer of
 //     package mem the copy, with any missing parent directories, is built
 //     aside and published in one step, so that readers and snapshots see
 //     the lower file or the whole copy, never a part; other upper layers
@@ -74,7 +74,8 @@
 // [SyncAlways] makes each one durable before it returns, and committers
 // waiting at the same moment share one fdatasync. A checkpoint writes the
 // upper layer out as a delta pack and a new manifest, atomically, and
-// drops the log it covers; it runs by itself as the log grows, and
+// drops the log it covers (owners go into the pack's attribute table); it
+// runs by itself as the log grows, and
 // flattens the stack once it holds [Options.MaxPacks] packs. After a
 // crash, the store reopens to exactly the state after some prefix of its
 // changes, one that includes every acknowledged one.

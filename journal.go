@@ -31,6 +31,7 @@ const (
 	opChtimes                     // path, a: atime, b: mtime, c: which are zero
 	opChown                       // path, a: uid, b: gid
 	opLchown                      // path, a: uid, b: gid
+	opLchtimes                    // as opChtimes, not following a final symlink
 	opLast
 )
 
@@ -146,9 +147,10 @@ const (
 	zeroMtime
 )
 
-// chtimesOp is the change Chtimes makes.
-func chtimesOp(name string, atime, mtime time.Time) op {
-	o := op{kind: opChtimes, path: name}
+// chtimesOp is the change Chtimes (kind opChtimes) or Lchtimes
+// (opLchtimes) makes.
+func chtimesOp(kind opKind, name string, atime, mtime time.Time) op {
+	o := op{kind: kind, path: name}
 	if atime.IsZero() {
 		o.c |= zeroAtime
 	} else {
@@ -215,6 +217,8 @@ func apply(u *FS, o op) error {
 		return u.Chown(o.path, int(o.a), int(o.b))
 	case opLchown:
 		return u.Lchown(o.path, int(o.a), int(o.b))
+	case opLchtimes:
+		return u.Lchtimes(o.path, timeOrZero(o.a, o.c&zeroAtime != 0), timeOrZero(o.b, o.c&zeroMtime != 0))
 	}
 	return fmt.Errorf("change of unknown kind %d", o.kind)
 }

@@ -238,6 +238,10 @@ func (v *mountView) Chtimes(name string, atime, mtime time.Time) error {
 	return fix(v.u.Chtimes(full(name), atime, mtime))
 }
 
+func (v *mountView) Lchtimes(name string, atime, mtime time.Time) error {
+	return fix(v.u.Lchtimes(full(name), atime, mtime))
+}
+
 func (v *mountView) Symlink(oldname, newname string) error {
 	err := v.u.Symlink(oldname, full(newname))
 	var le *os.LinkError
@@ -311,7 +315,7 @@ func (f *viewFile) Close() error              { return fix(f.f.Close()) }
 // TestConformanceMounted runs the suite below a mount point of a union
 // with several mounts; see mountView.
 func TestConformanceMounted(t *testing.T) {
-	var opts []conformance.Option
+	opts := []conformance.Option{conformance.WithOwners()}
 	if raceEnabled {
 		opts = append(opts, conformance.WithSeeds(100))
 	}

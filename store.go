@@ -402,7 +402,22 @@ func (s *Store) union(root int64, mode fs.FileMode) *FS {
 	for i, p := range s.packs {
 		lowers[i] = p.r
 	}
-	return New(newUpper(s.clock, mode), append(lowers, s.opts.Lowers...)...)
+	all := append(lowers, s.opts.Lowers...)
+	m := newUpper(s.clock, mode)
+	if len(all) > 0 {
+		if fi, err := fs.Stat(all[0], "."); err == nil {
+			keepRootOwner(m, fi)
+		}
+	}
+	return New(m, all...)
+}
+
+// keepRootOwner gives the root of m, a fresh upper layer, the owner of
+// root, the root it stands for, which the top pack records.
+func keepRootOwner(m *mem.FS, root fs.FileInfo) {
+	if uid, gid, ok := layer.OwnerOf(root); ok {
+		m.Lchown(".", ownerArg(uid), ownerArg(gid))
+	}
 }
 
 // newUpper returns an empty upper layer whose root has the mode of the
@@ -1047,5 +1062,11 @@ func (s *Store) WriteFile(name string, data []byte, perm fs.FileMode) error {
 
 // Chtimes changes name's times; a zero time leaves that one unchanged.
 func (s *Store) Chtimes(name string, atime, mtime time.Time) error {
-	return s.change(chtimesOp(name, atime, mtime), "chtimes")
+	return s.change(chtimesOp(opChtimes, name, atime, mtime), "chtimes")
+}
+
+// Lchtimes changes name's times without following a final symlink: a
+// symlink's own. A zero time leaves that one unchanged.
+func (s *Store) Lchtimes(name string, atime, mtime time.Time) error {
+	return s.change(chtimesOp(opLchtimes, name, atime, mtime), "lchtimes")
 }

@@ -71,7 +71,7 @@ func openStore(t testing.TB, dir string, opts *packfs.Options) *packfs.Store {
 // TestConformanceStore runs the suite over durable stores in host
 // directories, settling by checkpoint, flatten and reopen.
 func TestConformanceStore(t *testing.T) {
-	var opts []conformance.Option
+	opts := []conformance.Option{conformance.WithOwners()}
 	switch {
 	case raceEnabled:
 		opts = append(opts, conformance.WithSeeds(60))

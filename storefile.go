@@ -289,6 +289,55 @@ func (h *storeFile) Truncate(size int64) error {
 	return s.done(lsn, err)
 }
 
+// Chown changes the owner through the handle, as fchown(2) does: logged
+// as a Chown of its name while it has one; a nameless file's change is
+// not logged, since the file itself does not outlive a crash.
+func (h *storeFile) Chown(uid, gid int) error {
+	return h.change("chown", op{kind: opChown, a: int64(uid), b: int64(gid)}, func(f layer.File) error {
+		c, ok := f.(layer.ChownFile)
+		if !ok {
+			return layer.PathError("chown", h.name, errors.ErrUnsupported)
+		}
+		return c.Chown(uid, gid)
+	})
+}
+
+// Chmod changes the mode through the handle, as Chown does the owner.
+func (h *storeFile) Chmod(mode fs.FileMode) error {
+	return h.change("chmod", op{kind: opChmod, a: int64(mode)}, func(f layer.File) error {
+		c, ok := f.(layer.ChmodFile)
+		if !ok {
+			return layer.PathError("chmod", h.name, errors.ErrUnsupported)
+		}
+		return c.Chmod(mode)
+	})
+}
+
+// change applies fn to the file and logs o, given the file's name.
+func (h *storeFile) change(opName string, o op, fn func(f layer.File) error) error {
+	s := h.s
+	if err := s.lockChange(opName, h.name); err != nil {
+		return err
+	}
+	if err := s.usable(opName, h.name); err != nil {
+		s.wmu.Unlock()
+		return err
+	}
+	o.time, o.path = s.tick(), h.path
+	pre := s.undoFor(&o)
+	if err := fn(h.file()); err != nil {
+		s.wmu.Unlock()
+		return err
+	}
+	var lsn wal.LSN
+	var err error
+	if h.path != "" {
+		lsn, err = s.logOp(&o, pre)
+	}
+	s.wmu.Unlock()
+	return s.done(lsn, err)
+}
+
 // Sync makes the file's writes durable: under any policy but SyncNone,
 // the whole log up to now.
 func (h *storeFile) Sync() error {

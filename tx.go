@@ -134,11 +134,16 @@ const maxStacked = 4
 func (s *Store) undo(tx *Tx, snap *FS) {
 	mode := fs.ModeDir | 0o755
 	root := time.Now()
-	if fi, err := snap.Stat("."); err == nil {
+	fi, err := snap.Stat(".")
+	if err == nil {
 		root, mode = fi.ModTime(), fi.Mode()
 	}
 	s.now = root
-	u := New(newUpper(s.clock, mode), snap.layers...)
+	m := newUpper(s.clock, mode)
+	if err == nil {
+		keepRootOwner(m, fi)
+	}
+	u := New(m, snap.layers...)
 	s.hmu.Lock()
 	for h, p := range tx.names {
 		h.path = p
@@ -220,7 +225,22 @@ func (tx *Tx) Chmod(name string, mode fs.FileMode) error {
 
 // Chtimes changes name's times; a zero time leaves that one unchanged.
 func (tx *Tx) Chtimes(name string, atime, mtime time.Time) error {
-	return tx.change(chtimesOp(name, atime, mtime), "chtimes")
+	return tx.change(chtimesOp(opChtimes, name, atime, mtime), "chtimes")
+}
+
+// Lchtimes changes name's own times, not following a final symlink.
+func (tx *Tx) Lchtimes(name string, atime, mtime time.Time) error {
+	return tx.change(chtimesOp(opLchtimes, name, atime, mtime), "lchtimes")
+}
+
+// Chown changes name's owner, following symlinks; -1 leaves an id.
+func (tx *Tx) Chown(name string, uid, gid int) error {
+	return tx.change(op{kind: opChown, path: name, a: int64(uid), b: int64(gid)}, "chown")
+}
+
+// Lchown changes name's owner without following a final symlink.
+func (tx *Tx) Lchown(name string, uid, gid int) error {
+	return tx.change(op{kind: opLchown, path: name, a: int64(uid), b: int64(gid)}, "lchown")
 }
 
 // ErrInTransaction is wrapped by the error a change of a Store gives

@@ -52,7 +52,7 @@ func (s *settling) Settle() error {
 // TestConformanceSettling runs the suite on unions whose state moves down
 // into lower layers at random points of each sequence.
 func TestConformanceSettling(t *testing.T) {
-	var opts []conformance.Option
+	opts := []conformance.Option{conformance.WithOwners()}
 	if raceEnabled {
 		// Each union operation is several layer operations, which the
 		// race detector slows tenfold; without it the default 2,000 run.
@@ -97,7 +97,7 @@ var packsMade atomic.Int64
 // TestConformanceOverPacks runs the suite on a union of mem over a stack
 // of delta packs that grows at random points of each sequence.
 func TestConformanceOverPacks(t *testing.T) {
-	var opts []conformance.Option
+	opts := []conformance.Option{conformance.WithOwners()}
 	if raceEnabled {
 		opts = append(opts, conformance.WithSeeds(100))
 	}
@@ -128,5 +128,23 @@ func upperOver(below fs.FS) (*mem.FS, error) {
 	if err := upper.Chtimes(".", time.Time{}, root.ModTime()); err != nil {
 		return nil, err
 	}
+	if err := keepOwner(upper, ".", root); err != nil {
+		return nil, err
+	}
 	return upper, nil
+}
+
+// keepOwner gives name in fsys the owner info records, if any.
+func keepOwner(fsys layer.LchownFS, name string, info fs.FileInfo) error {
+	uid, gid, ok := layer.OwnerOf(info)
+	if !ok {
+		return nil
+	}
+	id := func(v uint32) int {
+		if v == layer.NoOwner {
+			return -1
+		}
+		return int(v)
+	}
+	return fsys.Lchown(name, id(uid), id(gid))
 }

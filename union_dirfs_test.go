@@ -14,6 +14,7 @@ import (
 	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/layer/mem"
+	"golang.org/x/sys/unix"
 )
 
 // hostDir returns a new directory of the host for a lower layer, on
@@ -64,13 +65,23 @@ func copyToHost(src fs.FS, dst string) error {
 			if err != nil {
 				return err
 			}
-			return os.Symlink(target, host)
+			if err := os.Symlink(target, host); err != nil {
+				return err
+			}
+			if err := hostOwner(host, fi); err != nil {
+				return err
+			}
+			ts := []unix.Timespec{unix.NsecToTimespec(mtime.UnixNano()), unix.NsecToTimespec(mtime.UnixNano())}
+			return unix.UtimesNanoAt(unix.AT_FDCWD, host, ts, unix.AT_SYMLINK_NOFOLLOW)
 		case 0:
 			data, err := fs.ReadFile(src, p)
 			if err != nil {
 				return err
 			}
 			if err := os.WriteFile(host, data, 0o600); err != nil {
+				return err
+			}
+			if err := hostOwner(host, fi); err != nil {
 				return err
 			}
 			if err := os.Chmod(host, mode); err != nil {
@@ -87,6 +98,9 @@ func copyToHost(src fs.FS, dst string) error {
 	for i := len(dirs) - 1; i >= 0; i-- {
 		d := dirs[i]
 		mode := d.fi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+		if err := hostOwner(d.host, d.fi); err != nil {
+			return err
+		}
 		if err := os.Chmod(d.host, mode); err != nil {
 			return err
 		}
@@ -95,6 +109,22 @@ func copyToHost(src fs.FS, dst string) error {
 		}
 	}
 	return nil
+}
+
+// hostOwner gives the host file name, not followed, the owner fi
+// records, if any and if this process may.
+func hostOwner(name string, fi fs.FileInfo) error {
+	uid, gid, ok := layer.OwnerOf(fi)
+	if !ok || os.Getuid() != 0 {
+		return nil
+	}
+	id := func(v uint32) int {
+		if v == layer.NoOwner {
+			return -1
+		}
+		return int(v)
+	}
+	return os.Lchown(name, id(uid), id(gid))
 }
 
 // hostSettling is a union of mem over one delta pack over a read-only
@@ -171,7 +201,7 @@ func nonEmpty(fsys fs.FS) bool {
 // TestConformanceOverPackOverDirfs runs the suite on mem over a delta pack
 // over a read-only dirfs, which the differential test's Settle refills.
 func TestConformanceOverPackOverDirfs(t *testing.T) {
-	var opts []conformance.Option
+	opts := []conformance.Option{conformance.WithOwners()}
 	if raceEnabled {
 		opts = append(opts, conformance.WithSeeds(100))
 	}

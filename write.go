@@ -1,6 +1,7 @@
 package packfs
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -228,7 +229,7 @@ func (u *FS) upperDir(d *node) error {
 		}
 		copies := make([]mem.Copy, len(chain))
 		for i, c := range chain {
-			copies[i] = mem.Copy{Name: c.name, Mode: c.info.Mode(), ModTime: c.info.ModTime()}
+			copies[i] = mem.Copy{Name: c.name, Mode: c.info.Mode(), ModTime: c.info.ModTime(), Owner: ownerOf(c.info)}
 		}
 		return ci.CopyIn(at, copies)
 	}
@@ -310,8 +311,34 @@ func (u *FS) markOpaque(p string) error {
 	return u.quietly(p, func() error { return layer.MarkOpaque(u.upper, p) })
 }
 
-// keepAttrs gives the upper copy at p the mode and mtime of info.
+// ownerOf returns the owner info records, for a copy to keep; nil when
+// it records none.
+func ownerOf(info fs.FileInfo) *layer.Sys {
+	uid, gid, ok := layer.OwnerOf(info)
+	if !ok {
+		return nil
+	}
+	return &layer.Sys{Uid: uid, Gid: gid}
+}
+
+// keepAttrs gives the upper copy at p the owner, mode and mtime of info.
+// The owner goes first, since a chown drops setuid and setgid bits. An
+// upper layer that may not give it (a host directory, not as root) keeps
+// its own: the copy-up still succeeds, as it would without owners.
 func (u *FS) keepAttrs(p string, info fs.FileInfo) error {
+	if o := ownerOf(info); o != nil {
+		err := u.upper.Lchown(p, ownerArg(o.Uid), ownerArg(o.Gid))
+		if err != nil && !errors.Is(err, fs.ErrPermission) && !errors.Is(err, errors.ErrUnsupported) {
+			return err
+		}
+	}
+	if info.Mode()&fs.ModeSymlink != 0 {
+		// A symlink's mode is fixed, and Chtimes would reach its target.
+		if _, ok := u.upper.(layer.LchtimesFS); ok {
+			return layer.Lchtimes(u.upper, p, time.Time{}, info.ModTime())
+		}
+		return nil
+	}
 	if err := u.upper.Chmod(p, info.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
 		return err
 	}
@@ -350,7 +377,7 @@ func (u *FS) copyIn(ci copyInFS, n *node, data bool) error {
 	}
 	copies := make([]mem.Copy, len(chain))
 	for i, c := range chain {
-		copies[i] = mem.Copy{Name: c.name, Mode: c.info.Mode(), ModTime: c.info.ModTime()}
+		copies[i] = mem.Copy{Name: c.name, Mode: c.info.Mode(), ModTime: c.info.ModTime(), Owner: ownerOf(c.info)}
 	}
 	last := &copies[len(copies)-1]
 	switch mode := n.info.Mode(); {
@@ -383,7 +410,9 @@ func (u *FS) copyUpEntry(n *node, data bool) error {
 		if err != nil {
 			return err
 		}
-		return u.upper.Symlink(target, n.path)
+		if err := u.upper.Symlink(target, n.path); err != nil {
+			return err
+		}
 	default:
 		w, err := u.upper.OpenFile(n.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode.Perm())
 		if err != nil {
@@ -722,6 +751,23 @@ func (u *FS) Lchown(name string, uid, gid int) error {
 		return inMount("lchown", name, layer.Lchown(m, rest, uid, gid))
 	}
 	return u.change("lchown", name, false, func(p string) error { return u.upper.Lchown(p, uid, gid) })
+}
+
+// Lchtimes changes the times of name without following a final symlink;
+// a lower entry is copied up first.
+func (u *FS) Lchtimes(name string, atime, mtime time.Time) error {
+	if m, rest, ok := u.mounted(name); ok {
+		return inMount("lchtimes", name, layer.Lchtimes(m, rest, atime, mtime))
+	}
+	return u.change("lchtimes", name, false, func(p string) error { return layer.Lchtimes(u.upper, p, atime, mtime) })
+}
+
+// ownerArg is id as chown's argument: -1, "unchanged", for NoOwner.
+func ownerArg(id uint32) int {
+	if id == layer.NoOwner {
+		return -1
+	}
+	return int(id)
 }
 
 // bareLink strips an *os.LinkError or *fs.PathError down to its errno.

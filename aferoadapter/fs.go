@@ -35,7 +35,8 @@ var (
 //   - Mkdir: [layer.MkdirFS]; MkdirAll: [layer.MkdirAllFS] or Mkdir;
 //   - Remove: [layer.RemoveFS]; RemoveAll: [layer.RemoveAllFS] or Remove;
 //   - Rename: [layer.RenameFS]; Chmod: [layer.ChmodFS]; Chown:
-//     [layer.ChownFS]; Chtimes: [layer.ChtimesFS];
+//     [layer.ChownFS]; Chtimes: [layer.ChtimesFS]; the extra methods
+//     Lchown and Lchtimes: [layer.LchownFS] and [layer.LchtimesFS];
 //   - Stat: [fs.StatFS] or Open; LstatIfPossible: [fs.ReadLinkFS] (without
 //     it, Stat, reporting false);
 //   - SymlinkIfPossible: [layer.SymlinkFS]; ReadlinkIfPossible:
@@ -424,6 +425,28 @@ func (a *Fs) Chown(name string, uid, gid int) error {
 		return layer.PathError("chown", name, err)
 	}
 	return fixErr(layer.Chown(a.fsys, p, uid, gid), name, p)
+}
+
+// Lchown changes the owner of name without following a final symlink, as
+// os.Lchown does. afero.Fs has no Lchown; this is one for callers that
+// know the type, and for layers that keep owners.
+func (a *Fs) Lchown(name string, uid, gid int) error {
+	p, err := a.lookup(name, true)
+	if err != nil {
+		return layer.PathError("lchown", name, err)
+	}
+	return fixErr(layer.Lchown(a.fsys, p, uid, gid), name, p)
+}
+
+// Lchtimes changes the times of name without following a final symlink,
+// as utimensat with AT_SYMLINK_NOFOLLOW does, through
+// [layer.LchtimesFS]; afero.Fs has no such method.
+func (a *Fs) Lchtimes(name string, atime, mtime time.Time) error {
+	p, err := a.lookup(name, true)
+	if err != nil {
+		return layer.PathError("lchtimes", name, err)
+	}
+	return fixErr(layer.Lchtimes(a.fsys, p, atime, mtime), name, p)
 }
 
 // Chtimes changes the access and modification times of name; a zero

@@ -96,3 +96,54 @@ func (b renamePathBug) Rename(oldname, newname string) error {
 	}
 	return err
 }
+
+// TestDifferentialDetectsOwners is TestDifferentialDetects for what
+// WithOwners adds: owners (as root) and a symlink's own times.
+func TestDifferentialDetectsOwners(t *testing.T) {
+	withUmask0(t)
+	base := hostBase(t)
+	bugs := map[string]func(h *hostFS) layer.FS{
+		"Lchtimes follows symlinks": func(h *hostFS) layer.FS { return lchtimesBug{h} },
+	}
+	if isRoot() {
+		bugs["Lchown follows symlinks"] = func(h *hostFS) layer.FS { return lchownBug{h} }
+		bugs["Chown keeps the uid"] = func(h *hostFS) layer.FS { return chownUIDBug{h} }
+		bugs["Chown keeps setuid"] = func(h *hostFS) layer.FS { return chownSetuidBug{h} }
+	}
+	for name, bug := range bugs {
+		t.Run(name, func(t *testing.T) {
+			newFS := func(t *testing.T) layer.FS { return bug(&hostFS{dir: fastTempDir(t)}) }
+			for seed := int64(1); seed <= 300; seed++ {
+				if d := runSequence(t, newFS, base, withOwners(seed, genOps(seed, defaultOps)), nil); d != nil {
+					t.Logf("seed %d: %s", seed, d.sig)
+					return
+				}
+			}
+			t.Errorf("no sequence of the first 300 finds the bug")
+		})
+	}
+}
+
+type lchtimesBug struct{ *hostFS }
+
+func (b lchtimesBug) Lchtimes(name string, atime, mtime time.Time) error {
+	return b.hostFS.Chtimes(name, atime, mtime)
+}
+
+type lchownBug struct{ *hostFS }
+
+func (b lchownBug) Lchown(name string, uid, gid int) error { return b.hostFS.Chown(name, uid, gid) }
+
+type chownUIDBug struct{ *hostFS }
+
+func (b chownUIDBug) Chown(name string, _, gid int) error { return b.hostFS.Chown(name, -1, gid) }
+
+type chownSetuidBug struct{ *hostFS }
+
+func (b chownSetuidBug) Chown(name string, uid, gid int) error {
+	fi, statErr := b.hostFS.Stat(name)
+	if err := b.hostFS.Chown(name, uid, gid); err != nil || statErr != nil {
+		return err
+	}
+	return b.hostFS.Chmod(name, fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
+}

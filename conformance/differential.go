@@ -55,6 +55,9 @@ func testDifferential(t *testing.T, newFS NewFS, c *config) {
 		t.Run(fmt.Sprintf("seeds_%d-%d", batch[0], batch[len(batch)-1]), func(t *testing.T) {
 			for _, seed := range batch {
 				ops := genOps(seed, c.ops)
+				if c.owners {
+					ops = withOwners(seed, ops)
+				}
 				d := runSequence(t, newFS, base, ops, stats.count)
 				if replay {
 					t.Logf("seed %d:\n%s", seed, annotate(t, newFS, base, ops))
@@ -188,6 +191,7 @@ type runner struct {
 	slots     [maxHandles]slot
 	mutations int
 	panicked  string // the backend's first panic, with its stack
+	ops       []op   // the sequence
 }
 
 // runSequence applies ops to a fresh backend and a fresh host directory
@@ -200,7 +204,7 @@ func runSequence(t *testing.T, newFS NewFS, base string, ops []op, trace func(i 
 		t.Fatalf("host directory: %v", err)
 	}
 	defer os.RemoveAll(dir)
-	r := &runner{host: &hostFS{dir: dir}, back: newFS(t)}
+	r := &runner{host: &hostFS{dir: dir}, back: newFS(t), ops: ops}
 	defer r.closeAll()
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -304,6 +308,8 @@ func (r *runner) prepare(o op) (op, bool) {
 		return o, r.escapes(o.Path2, false)
 	case opRemove, opRemoveAll, opLstat, opReadlink, opLchown, opMkdir:
 		return o, r.escapes(o.Path, false)
+	case opChtimes:
+		return o, r.escapes(o.Path, !o.NoFollow)
 	case opChmod:
 		if fi, err := os.Stat(r.host.join(o.Path)); err == nil && fi.IsDir() {
 			o.Perm |= 0o700
@@ -431,7 +437,7 @@ func (r *runner) apply(fsys layer.FS, files *[maxHandles]layer.File, o op, backe
 		list, err = fsys.ReadDir(o.Path)
 		res.List = describeList(list)
 	case opChmod:
-		err = fsys.Chmod(o.Path, o.Perm)
+		err = fsys.Chmod(o.Path, o.Perm|o.Extra)
 	case opChtimes:
 		var at, mt time.Time
 		if o.Atime != 0 {
@@ -440,11 +446,15 @@ func (r *runner) apply(fsys layer.FS, files *[maxHandles]layer.File, o op, backe
 		if o.Mtime != 0 {
 			mt = time.Unix(o.Mtime, 0)
 		}
-		err = fsys.Chtimes(o.Path, at, mt)
+		if o.NoFollow {
+			err = layer.Lchtimes(fsys, o.Path, at, mt)
+		} else {
+			err = fsys.Chtimes(o.Path, at, mt)
+		}
 	case opChown:
-		err = fsys.Chown(o.Path, -1, -1)
+		err = fsys.Chown(o.Path, o.ids()[0], o.ids()[1])
 	case opLchown:
-		err = fsys.Lchown(o.Path, -1, -1)
+		err = fsys.Lchown(o.Path, o.ids()[0], o.ids()[1])
 	case opSettle:
 		if s, ok := fsys.(Settler); ok && backend {
 			err = s.Settle()
@@ -558,11 +568,12 @@ type treeEntry struct {
 	Mtime   string
 	Content string
 	Target  string
+	Owner   string // "uid:gid", compared with WithOwners
 }
 
 // readTree reads every entry of fsys through its own methods, without
-// following symlinks.
-func readTree(fsys layer.FS) ([]treeEntry, error) {
+// following symlinks; with owners, each entry's owner too.
+func readTree(fsys layer.FS, owners bool) ([]treeEntry, error) {
 	var entries []treeEntry
 	var walk func(dir string) error
 	walk = func(p string) error {
@@ -571,6 +582,9 @@ func readTree(fsys layer.FS) ([]treeEntry, error) {
 			return err
 		}
 		e := treeEntry{Path: p, Mode: fi.Mode().String()}
+		if owners {
+			e.Owner = ownerString(fi)
+		}
 		if setByChtimes(fi.ModTime()) {
 			e.Mtime = formatTime(fi.ModTime())
 		}
@@ -610,8 +624,26 @@ func readTree(fsys layer.FS) ([]treeEntry, error) {
 	return entries, err
 }
 
+// ownerString is fi's owner as "uid:gid", where an id the layer does not
+// record (layer.NoOwner) reads as the process's: what a file made by this
+// process on the host has.
+func ownerString(fi fs.FileInfo) string {
+	uid, gid, _ := layer.OwnerOf(fi)
+	if uid == layer.NoOwner {
+		uid = uint32(os.Getuid())
+	}
+	if gid == layer.NoOwner {
+		gid = uint32(os.Getgid())
+	}
+	return fmt.Sprintf("%d:%d", uid, gid)
+}
+
 func (r *runner) compareTrees(index int) (d *divergence) {
-	hostTree, err := readTree(r.host)
+	owners := false
+	for _, o := range r.ops {
+		owners = owners || o.Owners
+	}
+	hostTree, err := readTree(r.host, owners)
 	if err != nil {
 		return &divergence{index: index, sig: "tree", diff: fmt.Sprintf("reading the host's tree: %v", err)}
 	}
@@ -620,7 +652,7 @@ func (r *runner) compareTrees(index int) (d *divergence) {
 			d = &divergence{index: index, sig: "tree: panic", diff: fmt.Sprintf("reading the backend's tree: panic: %v\n%s", p, debug.Stack())}
 		}
 	}()
-	backTree, err := readTree(r.back)
+	backTree, err := readTree(r.back, owners)
 	if err != nil {
 		return &divergence{index: index, sig: "tree: read error", diff: fmt.Sprintf("reading the backend's tree: %v", err)}
 	}

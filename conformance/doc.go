@@ -28,7 +28,9 @@
 //	}
 //
 // Options adjust Run: [Skip] skips a named test for a difference the
-// backend documents, [WithSeeds] and [WithOps] size the differential test.
+// backend documents, [WithSeeds] and [WithOps] size the differential test,
+// and [WithOwners] says the backend keeps owners and a symlink's own
+// times, which the differential test then compares too.
 // The flags -conformance.seeds and -conformance.ops override them, and
 // -conformance.seed=N replays one sequence of the differential test,
 // logging each operation with the result os gave.
@@ -76,7 +78,8 @@
 // The suite does not hold a backend to what depends on the host rather
 // than on the semantics of a file system:
 //
-//   - ownership (uid and gid), access times, and the size of directories;
+//   - ownership (uid and gid), unless [WithOwners] is given; access times;
+//     and the size of directories;
 //   - modification times the clock set: only times set by Chtimes (before
 //     2005) are compared, so a time that should have changed and did not
 //     still shows;

@@ -182,6 +182,14 @@ func (h *hostFS) Chtimes(name string, atime, mtime time.Time) error {
 	return h.strip(os.Chtimes(h.join(name), atime, mtime))
 }
 
+// Lchtimes sets the times of name itself, a final symlink not followed.
+func (h *hostFS) Lchtimes(name string, atime, mtime time.Time) error {
+	if !fs.ValidPath(name) {
+		return invalid("lchtimes", name)
+	}
+	return h.strip(lchtimes(h.join(name), atime, mtime))
+}
+
 func (h *hostFS) Symlink(oldname, newname string) error {
 	if !fs.ValidPath(newname) {
 		return layer.LinkError("symlink", oldname, newname, fs.ErrInvalid)

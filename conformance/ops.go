@@ -85,6 +85,13 @@ type op struct {
 	Whence int
 	Atime  int64 // Unix seconds; 0 is the zero time.Time
 	Mtime  int64
+	// With [WithOwners] (withOwners): Chown's and Lchown's ids, Chtimes
+	// as Lchtimes, mode bits Chmod adds, and, on every op of the
+	// sequence, that trees compare owners.
+	Uid, Gid int
+	NoFollow bool
+	Extra    fs.FileMode
+	Owners   bool
 }
 
 // data returns the bytes a write operation writes.
@@ -156,17 +163,46 @@ func (o op) String() string {
 	case opReadDir:
 		return fmt.Sprintf("list, err = fsys.ReadDir(%s)", q(o.Path))
 	case opChmod:
+		if o.Extra != 0 {
+			return fmt.Sprintf("err = fsys.Chmod(%s, %#o|%s)", q(o.Path), o.Perm, modeString(o.Extra))
+		}
 		return fmt.Sprintf("err = fsys.Chmod(%s, %#o)", q(o.Path), o.Perm)
 	case opChtimes:
-		return fmt.Sprintf("err = fsys.Chtimes(%s, %s, %s)", q(o.Path), timeString(o.Atime), timeString(o.Mtime))
+		call := "fsys.Chtimes"
+		if o.NoFollow {
+			call = "layer.Lchtimes(fsys, "
+		} else {
+			call += "("
+		}
+		return fmt.Sprintf("err = %s%s, %s, %s)", call, q(o.Path), timeString(o.Atime), timeString(o.Mtime))
 	case opChown:
-		return fmt.Sprintf("err = fsys.Chown(%s, -1, -1)", q(o.Path))
+		return fmt.Sprintf("err = fsys.Chown(%s, %d, %d)", q(o.Path), o.ids()[0], o.ids()[1])
 	case opLchown:
-		return fmt.Sprintf("err = fsys.Lchown(%s, -1, -1)", q(o.Path))
+		return fmt.Sprintf("err = fsys.Lchown(%s, %d, %d)", q(o.Path), o.ids()[0], o.ids()[1])
 	case opSettle:
 		return "err = fsys.(conformance.Settler).Settle() // nothing on os"
 	}
 	return fmt.Sprintf("unknown op %d", o.Kind)
+}
+
+// ids returns Chown's ids: -1, unchanged, unless the sequence gives
+// owners.
+func (o op) ids() [2]int {
+	if !o.Owners {
+		return [2]int{-1, -1}
+	}
+	return [2]int{o.Uid, o.Gid}
+}
+
+func modeString(m fs.FileMode) string {
+	var parts []string
+	if m&fs.ModeSetuid != 0 {
+		parts = append(parts, "fs.ModeSetuid")
+	}
+	if m&fs.ModeSetgid != 0 {
+		parts = append(parts, "fs.ModeSetgid")
+	}
+	return strings.Join(parts, "|")
 }
 
 func timeString(sec int64) string {
@@ -451,6 +487,52 @@ func (g *generator) prologue(i int) op {
 		return o
 	}
 	return op{Kind: opOpenFile, H: i % maxHandles, Path: g.create(false), Flag: os.O_RDWR | os.O_CREATE, Perm: g.filePerm()}
+}
+
+// withOwners returns ops, the operations of seed, as [WithOwners] runs
+// them: from a random source of their own, so that the sequence is the
+// same otherwise, Chown and Lchown get ids (as root: any; else only -1),
+// half the Stats and Lstats become Chowns and Lchowns (often of a name
+// given setuid or setgid), a quarter of the
+// Chtimes become Lchtimes, and, as root, half the
+// Chmods add setuid or setgid bits, which Chown drops and setgid
+// directories pass on.
+func withOwners(seed int64, ops []op) []op {
+	r := rand.New(rand.NewPCG(uint64(seed), 0x0de7))
+	root := isRoot()
+	id := func() int {
+		if !root {
+			return -1
+		}
+		return []int{-1, -1, 0, 1000, 65534}[r.IntN(5)]
+	}
+	out := make([]op, len(ops))
+	suid := ""
+	for i, o := range ops {
+		o.Owners = true
+		// Half the Stats and Lstats become Chowns and Lchowns, which
+		// the base weights make rare: of the same name, or of the last
+		// one a Chmod gave setuid or setgid.
+		if (o.Kind == opStat || o.Kind == opLstat) && r.IntN(2) == 0 {
+			o.Kind = map[opKind]opKind{opStat: opChown, opLstat: opLchown}[o.Kind]
+			if suid != "" && r.IntN(2) == 0 {
+				o.Path = suid
+			}
+		}
+		switch o.Kind {
+		case opChown, opLchown:
+			o.Uid, o.Gid = id(), id()
+		case opChtimes:
+			o.NoFollow = r.IntN(4) == 0
+		case opChmod:
+			if root && r.IntN(2) == 0 {
+				o.Extra = []fs.FileMode{fs.ModeSetuid, fs.ModeSetgid, fs.ModeSetuid | fs.ModeSetgid}[r.IntN(3)]
+				suid = o.Path
+			}
+		}
+		out[i] = o
+	}
+	return out
 }
 
 // genOps returns the operations of seed.

@@ -58,6 +58,7 @@ type config struct {
 	seeds      int
 	ops        int
 	quickTrees bool
+	owners     bool
 }
 
 const (
@@ -114,6 +115,17 @@ func WithSeeds(n int) Option {
 // through a FUSE mount under the race detector.
 func WithQuickTrees() Option {
 	return func(c *config) { c.quickTrees = true }
+}
+
+// WithOwners says the backend keeps owners, reported through
+// FileInfo.Sys as [layer.OwnerOf] reads them, and sets a symlink's own
+// times ([layer.LchtimesFS]). The differential test then compares each
+// entry's owner with the host's (an id the backend does not record
+// counts as the process's), runs some of its Chtimes as Lchtimes, and,
+// as root, gives Chown and Lchown real ids and Chmod setuid and setgid
+// bits. Without it Chown and Lchown keep every id (-1).
+func WithOwners() Option {
+	return func(c *config) { c.owners = true }
 }
 
 // WithOps sets how many operations each random sequence of the differential

@@ -409,13 +409,10 @@ func (a *atImpl) chown(name string, uid, gid int, follow bool) error {
 	return nil
 }
 
-// chtimes sets the times as os.Chtimes does: a zero time is left alone.
-func (a *atImpl) chtimes(name string, atime, mtime time.Time) error {
-	if !a.hold() {
-		return perr("chtimes", name, fs.ErrClosed)
-	}
-	defer a.unhold()
-	var ts [2]unix.Timespec
+// utimes is the times argument of utimensat for atime and mtime: a zero
+// time is left alone (UTIME_OMIT).
+func utimes(atime, mtime time.Time) []unix.Timespec {
+	ts := make([]unix.Timespec, 2)
 	for i, t := range [2]time.Time{atime, mtime} {
 		if t.IsZero() {
 			ts[i] = unix.Timespec{Sec: unix.UTIME_OMIT, Nsec: unix.UTIME_OMIT}
@@ -423,12 +420,48 @@ func (a *atImpl) chtimes(name string, atime, mtime time.Time) error {
 			ts[i] = unix.NsecToTimespec(t.UnixNano())
 		}
 	}
+	return ts
+}
+
+// lchtimes sets the times of name itself, a final symlink not followed,
+// relative to its parent's descriptor as lchown does.
+func (a *atImpl) lchtimes(name string, atime, mtime time.Time) error {
+	if !a.hold() {
+		return perr("lchtimes", name, fs.ErrClosed)
+	}
+	defer a.unhold()
+	ts := utimes(atime, mtime)
+	pfd, base, err := a.parent(name)
+	if err != nil {
+		return perr("lchtimes", name, err)
+	}
+	defer a.release(pfd)
+	if err := retry(func() error { return unix.UtimesNanoAt(pfd, base, ts, unix.AT_SYMLINK_NOFOLLOW) }); err != nil {
+		return perr("lchtimes", name, err)
+	}
+	return nil
+}
+
+// lchtimesAt sets the times of base in the open directory d, a final
+// symlink not followed.
+func lchtimesAt(d *os.File, base string, atime, mtime time.Time) error {
+	ts := utimes(atime, mtime)
+	return retry(func() error { return unix.UtimesNanoAt(int(d.Fd()), base, ts, unix.AT_SYMLINK_NOFOLLOW) })
+}
+
+// chtimes sets the times as os.Chtimes does: a zero time is left alone.
+func (a *atImpl) chtimes(name string, atime, mtime time.Time) error {
+	if !a.hold() {
+		return perr("chtimes", name, fs.ErrClosed)
+	}
+	defer a.unhold()
+	ts := utimes(atime, mtime)
 	fd, err := a.target(name)
 	if err != nil {
 		return perr("chtimes", name, err)
 	}
 	defer unix.Close(fd)
-	if err := retry(func() error { return unix.UtimesNanoAt(unix.AT_FDCWD, procPath(fd), ts[:], 0) }); err != nil {
+	if err := retry(func() error { return unix.UtimesNanoAt(unix.AT_FDCWD, procPath(fd), ts, 0) }); err != nil {
 		return perr("chtimes", name, err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"time"
 )
 
 // Off Linux there is no openat2: every FS uses os.Root.
@@ -27,3 +28,6 @@ func (f *file) statAt(string) (fs.FileInfo, bool, error) { return nil, false, ni
 // removed reports false: where the tree is reached through os.Root, a
 // removed directory's listing ends as its last batch did.
 func removed(*os.File) bool { return false }
+
+// lchtimesAt cannot set a symlink's own times here.
+func lchtimesAt(*os.File, string, time.Time, time.Time) error { return errors.ErrUnsupported }

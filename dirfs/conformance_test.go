@@ -42,7 +42,7 @@ var modes = []struct {
 func TestConformance(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
-			var opts []conformance.Option
+			opts := []conformance.Option{conformance.WithOwners()}
 			if raceEnabled {
 				// The race detector slows single-goroutine checking tenfold:
 				// fstest.TestFS alone took six minutes. The plain run checks

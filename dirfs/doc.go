@@ -7,7 +7,9 @@
 // implements [fs.ReadDirFS], [fs.ReadFileFS], [fs.StatFS], [fs.ReadLinkFS]
 // and the whole writable contract of package layer ([layer.FS]): OpenFile,
 // Create, Mkdir, MkdirAll, Remove, RemoveAll, Rename, Chmod, Chown, Lchown,
-// Chtimes, Symlink, Readlink, WriteFile and Whiteout. Names are io/fs paths
+// Chtimes, Symlink, Readlink, WriteFile and Whiteout, and Lchtimes
+// ([layer.LchtimesFS]). Owners show through FileInfo.Sys, a
+// *syscall.Stat_t, which [layer.OwnerOf] reads. Names are io/fs paths
 // (unrooted, slash-separated, no "." or ".." elements except the name ".").
 // An FS is a writable upper layer on disk, or, with the [ReadOnly] option, a
 // lower layer of a union: every write then fails with syscall.EROFS, as on a
@@ -30,13 +32,15 @@
 //     RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, relative to a descriptor of
 //     the root, and the operation is the *at system call (mkdirat, unlinkat,
 //     renameat, fstatat with AT_SYMLINK_NOFOLLOW, symlinkat, readlinkat,
-//     mknodat, fchownat) relative to the resolved parent directory, so no
+//     mknodat, fchownat, utimensat) relative to the resolved parent directory, so no
 //     step re-resolves a path string from the top. EAGAIN from openat2 (a
 //     concurrent rename raced the lookup) is retried up to 128 times. Chmod
 //     and Chtimes, which follow a final symlink, resolve the name to an
 //     O_PATH descriptor and act on /proc/self/fd/N, that descriptor's inode.
 //   - Where openat2 is missing (ENOSYS, or EPERM under a seccomp filter), or
 //     /proc is not mounted, or off Linux, names are resolved by [os.Root].
+//     Lchtimes of a symlink then opens its parent through os.Root and calls
+//     utimensat there; off Linux it gives errors.ErrUnsupported.
 //     The [ForceRoot] option, or the build tag dirfs_forceroot, forces this
 //     fallback, so that tests run both; [FS.ViaRoot] reports which is used.
 //   - Symlinks inside the tree are followed only while they stay inside:
@@ -48,7 +52,7 @@
 //     from the root: a tree copied from elsewhere with absolute symlinks
 //     must be rewritten to relative ones to be followed.
 //   - Operations that do not follow a final symlink (Lstat, Readlink,
-//     Remove, Rename, Lchown, Whiteout) act on the link itself, wherever it
+//     Remove, Rename, Lchown, Lchtimes, Whiteout) act on the link itself, wherever it
 //     points. Symlink stores any target verbatim, as os does: a link is
 //     harmless until followed.
 //   - A name that is not an io/fs path gives an error wrapping

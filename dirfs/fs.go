@@ -45,6 +45,7 @@ type impl interface {
 	chmod(name string, mode fs.FileMode) error
 	chown(name string, uid, gid int, follow bool) error
 	chtimes(name string, atime, mtime time.Time) error
+	lchtimes(name string, atime, mtime time.Time) error
 	symlink(oldname, newname string) error
 	readlink(name string) (string, error)
 	whiteout(name string) error
@@ -343,6 +344,18 @@ func (f *FS) Chtimes(name string, atime, mtime time.Time) error {
 		return readOnlyErr("chtimes", name)
 	}
 	return f.impl.chtimes(name, atime, mtime)
+}
+
+// Lchtimes is Chtimes without following a final symlink: it sets a
+// symlink's own times, as utimensat with AT_SYMLINK_NOFOLLOW does.
+func (f *FS) Lchtimes(name string, atime, mtime time.Time) error {
+	if err := checkPath("lchtimes", name); err != nil {
+		return err
+	}
+	if f.readOnly {
+		return readOnlyErr("lchtimes", name)
+	}
+	return f.impl.lchtimes(name, atime, mtime)
 }
 
 // Symlink creates newname as a symlink to oldname. The target is stored

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -121,6 +122,41 @@ func (r *rootImpl) chown(name string, uid, gid int, follow bool) error {
 
 func (r *rootImpl) chtimes(name string, atime, mtime time.Time) error {
 	return osOp(r.root.Chtimes(name, atime, mtime), "chtimes")
+}
+
+// lchtimes sets the times of name itself: os.Root's Chtimes for what is
+// not a symlink, and for a symlink utimensat in its parent directory,
+// opened through os.Root, where the platform has it (lchtimesAt).
+func (r *rootImpl) lchtimes(name string, atime, mtime time.Time) error {
+	fi, err := r.root.Lstat(name)
+	if err != nil {
+		return osOp(err, "lchtimes")
+	}
+	if fi.Mode()&fs.ModeSymlink == 0 {
+		return osOp(r.root.Chtimes(name, atime, mtime), "lchtimes")
+	}
+	dir, base := path.Split(name)
+	if dir == "" {
+		dir = "."
+	}
+	d, err := r.root.Open(dir)
+	if err != nil {
+		return osOp(&fs.PathError{Op: "lchtimes", Path: name, Err: underlying(err)}, "lchtimes")
+	}
+	defer d.Close()
+	if err := lchtimesAt(d, base, atime, mtime); err != nil {
+		return osOp(&fs.PathError{Op: "lchtimes", Path: name, Err: err}, "lchtimes")
+	}
+	return nil
+}
+
+// underlying is the error a *fs.PathError wraps, or err.
+func underlying(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 func (r *rootImpl) symlink(oldname, newname string) error {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/packfs/packfs/layer"
 )
 
 // unixMode converts an io/fs mode to st_mode bits.
@@ -55,8 +56,9 @@ func fileMode(mode uint32) fs.FileMode {
 }
 
 // fillAttr describes fi as out. A host file's syscall.Stat_t gives its
-// owner, device and times; other layers keep no owner (the mount's is
-// shown) and only the modification time (shown as all three times).
+// owner, device and times; other layers give their owner through
+// layer.OwnerOf, where they have one (else the mount's is shown), and
+// only the modification time (shown as all three times).
 func (m *mount) fillAttr(fi fs.FileInfo, ino uint64, nlink uint32, out *fuse.Attr) {
 	out.Ino = ino
 	out.Mode = unixMode(fi.Mode())
@@ -77,6 +79,14 @@ func (m *mount) fillAttr(fi fs.FileInfo, ino uint64, nlink uint32, out *fuse.Att
 		setTime(&out.Mtime, &out.Mtimensec, time.Unix(st.Mtim.Unix()))
 		setTime(&out.Ctime, &out.Ctimensec, time.Unix(st.Ctim.Unix()))
 		return
+	}
+	if uid, gid, ok := layer.OwnerOf(fi); ok {
+		if uid != layer.NoOwner {
+			out.Owner.Uid = uid
+		}
+		if gid != layer.NoOwner {
+			out.Owner.Gid = gid
+		}
 	}
 	t := fi.ModTime()
 	setTime(&out.Atime, &out.Atimensec, t)

@@ -38,11 +38,11 @@ func viaMount(t *testing.T, fsys fs.FS, opts *fusefs.Options) *dirfs.FS {
 }
 
 // suiteOpts are the suite's options over a mount. No test is skipped:
-// what FUSE cannot express (atime, ctime, owners) the suite does not
-// compare. Each random sequence mounts anew, so the quick run does 10, fewer
+// what FUSE cannot express (atime, ctime) the suite does not compare;
+// owners it does (WithOwners). Each random sequence mounts anew, so the quick run does 10, fewer
 // than the suite's 200; PACKFS_LONG=1 runs its 2,000 (100 under -race,
 // where the server runs several times slower).
-var suiteOpts = quickSeeds()
+var suiteOpts = append(quickSeeds(), conformance.WithOwners())
 
 func quickSeeds() []conformance.Option {
 	switch {
@@ -81,6 +81,11 @@ type remounting struct {
 }
 
 var packsMade atomic.Int64
+
+// Lchtimes sets a link's own times through the mountpoint.
+func (r *remounting) Lchtimes(name string, atime, mtime time.Time) error {
+	return layer.Lchtimes(r.FS, name, atime, mtime)
+}
 
 func (r *remounting) mount() error {
 	srv, err := fusefs.Mount(r.dir, packfs.New(r.upper, r.lowers...), nil)
@@ -126,6 +131,17 @@ func (r *remounting) Settle() error {
 	}
 	if err := r.upper.Chtimes(".", time.Time{}, root.ModTime()); err != nil {
 		return err
+	}
+	if uid, gid, ok := layer.OwnerOf(root); ok {
+		id := func(v uint32) int {
+			if v == layer.NoOwner {
+				return -1
+			}
+			return int(v)
+		}
+		if err := r.upper.Lchown(".", id(uid), id(gid)); err != nil {
+			return err
+		}
 	}
 	r.lowers = append([]fs.FS{pack}, r.lowers...)
 	packsMade.Add(1)

@@ -57,8 +57,10 @@
 //     that orders it with every other change made through the mount, but
 //     not with changes made beside it.
 //   - Layers keep only modification times: atime and ctime read as the
-//     mtime; and no owners (except a host directory's): files show the
-//     mounting user's uid and gid.
+//     mtime. Owners are the layer's (layer.OwnerOf: packs, the in-memory
+//     layer, unions and stores once chown'd, host directories); a file
+//     without one shows the mounting user's uid and gid, and a file made
+//     through the mount gets no owner of its own.
 //   - Extended attributes, locks across mounts, mknod and O_TMPFILE are
 //     not offered; POSIX and BSD locks are the kernel's, local to this
 //     machine.

@@ -17,6 +17,7 @@ import (
 // kernel's offsets.
 type file struct {
 	f layer.File
+	n *node // the node it is open on (see node.opened)
 }
 
 var (
@@ -54,6 +55,11 @@ func (h *file) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 }
 
 func (h *file) Release(ctx context.Context) syscall.Errno {
+	if h.n != nil {
+		h.n.openMu.Lock()
+		delete(h.n.open, h)
+		h.n.openMu.Unlock()
+	}
 	return errno(h.f.Close())
 }
 

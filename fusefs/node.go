@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -31,6 +32,34 @@ type node struct {
 	// shared is the one handle an immutable mount reads a file through:
 	// there the kernel opens nothing (see Open).
 	shared atomic.Pointer[sharedFile]
+
+	// open holds the handles open on the node, so that a change of a
+	// removed file's owner or mode (fchown and fchmod, which the kernel
+	// sends without a handle) reaches it through one.
+	openMu sync.Mutex
+	open   map[*file]struct{}
+}
+
+// opened registers h, a new handle of n, and returns it.
+func (n *node) opened(h *file) *file {
+	n.openMu.Lock()
+	defer n.openMu.Unlock()
+	if n.open == nil {
+		n.open = map[*file]struct{}{}
+	}
+	h.n = n
+	n.open[h] = struct{}{}
+	return h
+}
+
+// anyOpen returns one of the handles open on n, or nil.
+func (n *node) anyOpen() *file {
+	n.openMu.Lock()
+	defer n.openMu.Unlock()
+	for h := range n.open {
+		return h
+	}
+	return nil
 }
 
 type sharedFile struct{ f layer.File }
@@ -179,6 +208,11 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	p, ok := n.path()
 	h, _ := f.(*file)
 	if !ok && h == nil {
+		if h = n.anyOpen(); h != nil {
+			f = h // for the attributes returned
+		}
+	}
+	if !ok && h == nil {
 		return syscall.ENOENT
 	}
 	fsys := n.m.fsys
@@ -199,10 +233,11 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 			return errno(err)
 		}
 	}
-	if mode, ok := in.GetMode(); ok {
-		if err := layer.Chmod(fsys, p, fileMode(mode)); err != nil {
-			return errno(err)
-		}
+	// A removed file open here has no name: its owner and mode change
+	// through the handle, as fchown(2) and fchmod(2) reach it on Linux.
+	var byHandle layer.File
+	if !ok {
+		byHandle = h.f
 	}
 	uid, uok := in.GetUID()
 	gid, gok := in.GetGID()
@@ -214,7 +249,26 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 		if gok {
 			g = int(gid)
 		}
-		if err := layer.Lchown(fsys, p, u, g); err != nil {
+		var err error
+		if c, can := byHandle.(layer.ChownFile); can {
+			err = c.Chown(u, g)
+		} else {
+			err = layer.Lchown(fsys, p, u, g)
+		}
+		if err != nil {
+			return errno(err)
+		}
+	}
+	// The mode after the owner: the kernel sends the mode a chown leaves
+	// (setuid dropped) with the new owner.
+	if mode, ok := in.GetMode(); ok {
+		var err error
+		if c, can := byHandle.(layer.ChmodFile); can {
+			err = c.Chmod(fileMode(mode))
+		} else {
+			err = layer.Chmod(fsys, p, fileMode(mode))
+		}
+		if err != nil {
 			return errno(err)
 		}
 	}
@@ -235,11 +289,6 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	return n.Getattr(ctx, f, out)
 }
 
-// lchtimesFS sets a symlink's own times.
-type lchtimesFS interface {
-	Lchtimes(name string, atime, mtime time.Time) error
-}
-
 // chtimes sets the times of the node's own inode, as SETATTR asks: for a
 // symlink (utimensat with AT_SYMLINK_NOFOLLOW) the link's, never its
 // target's. A layer that cannot set a link's times leaves them as they
@@ -248,8 +297,8 @@ func (n *node) chtimes(fsys fs.FS, p string, atime, mtime time.Time) error {
 	if n.StableAttr().Mode != syscall.S_IFLNK {
 		return layer.Chtimes(fsys, p, atime, mtime)
 	}
-	if l, ok := fsys.(lchtimesFS); ok {
-		return l.Lchtimes(p, atime, mtime)
+	if _, ok := fsys.(layer.LchtimesFS); ok {
+		return layer.Lchtimes(fsys, p, atime, mtime)
 	}
 	return nil
 }
@@ -310,7 +359,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if n.m.immutable {
 		fuseFlags = fuse.FOPEN_KEEP_CACHE
 	}
-	return &file{f: f}, fuseFlags, 0
+	return n.opened(&file{f: f}), fuseFlags, 0
 }
 
 // Read reads through the handle Open made or, on an immutable mount,
@@ -394,7 +443,8 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		f.Close()
 		return nil, nil, 0, errno(err)
 	}
-	return n.entry(ctx, name, p, fi, 0, out), &file{f: f}, 0, 0
+	child := n.entry(ctx, name, p, fi, 0, out)
+	return child, child.Operations().(*node).opened(&file{f: f}), 0, 0
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {

@@ -14,3 +14,11 @@ func deviceNumber(fi fs.FileInfo) uint64 {
 	}
 	return 0
 }
+
+// hostOwner returns the owner a host file's Stat_t records.
+func hostOwner(fi fs.FileInfo) (uid, gid uint32, ok bool) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Uid, st.Gid, true
+	}
+	return NoOwner, NoOwner, false
+}

@@ -42,6 +42,22 @@
 // order Linux applies it: the whole path first, then, once the parent is
 // found, the new element, so that a missing parent is ENOENT first.
 //
+// # Owners and a symlink's own times
+//
+// A layer that keeps owners reports them through FileInfo.Sys: a value
+// with an Owner method ([OwnerSys]; [Sys] for the in-memory layer, the
+// union and the store, packreader's Sys for packs) or, for host files, a
+// *syscall.Stat_t. [OwnerOf] reads any of them, so code that shows or
+// copies owners (a FUSE mount, unpack) needs no type switch; [NoOwner]
+// is an id the layer does not record. Packs also know owner names
+// ([OwnerNamesSys]). Chown and Lchown follow Linux's rules ([ChownIDs],
+// [ChownMode]): -1 leaves an id, ids are taken as uid_t, and any chown of
+// a non-directory drops its setuid bit and, with group execute, its
+// setgid bit. [ChownFile] and [ChmodFile] change an open file through its
+// handle, as fchown(2) and fchmod(2) do, even after it was removed.
+// [LchtimesFS] sets a symlink's own times, as utimensat(2) with
+// AT_SYMLINK_NOFOLLOW does.
+//
 // # Directory listings
 //
 // ReadDir of a layer and ReadDir(n) of its open directory both give

@@ -35,6 +35,9 @@ type Sys struct {
 	// Nlink is the link count: the entries sharing the inode, and for a
 	// directory 2 plus its subdirectories.
 	Nlink uint32
+	// User and Group are the owner's names, where the pack records them
+	// (see OwnerNames).
+	User, Group string
 }
 
 // NoOwner is Sys's Uid and Gid when the pack records no owner.
@@ -68,7 +71,11 @@ func (r *Reader) sys(i uint64) (_ *Sys, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sys{Uid: a.Uid, Gid: a.Gid, Ino: uint64(a.Ino), Nlink: a.Nlink}, nil
+	s := &Sys{Uid: a.Uid, Gid: a.Gid, Ino: uint64(a.Ino), Nlink: a.Nlink}
+	if users, groups, _ := r.names(); users != nil || groups != nil {
+		s.User, s.Group = users[a.Uid], groups[a.Gid]
+	}
+	return s, nil
 }
 
 // attr returns record i's entry in the attribute table, after checking

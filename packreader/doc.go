@@ -37,8 +37,9 @@
 // and checks only the frames it touches, through a bounded cache of
 // decompressed frames shared by the Reader's readers ([WithCacheSize]).
 // Uncompressed format-3 packs read from the mapping without a copy, as
-// format 2 does. The FileInfo of a format-3 entry has a [*Sys]: owner,
-// inode number and link count (entries that were hard links to one
+// format 2 does. The FileInfo of a format-3 entry has a [*Sys]: owner
+// (ids, and names where the pack records them), inode number and link
+// count (entries that were hard links to one
 // file share an inode). Files' Seek takes [SeekData] and [SeekHole], as
 // lseek(2) does, so that a copy can skip the holes.
 //

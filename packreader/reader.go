@@ -64,6 +64,7 @@ type Reader struct {
 	opts    options
 	// checked has bit b set once block b matched its CRC-32C; nChecked
 	// counts the bits set, and allChecked is set once all are.
+	ownerNames ownerNames // version 3: the owner-names table
 	checked    []atomic.Uint64
 	nChecked   atomic.Uint64
 	allChecked atomic.Bool
@@ -342,6 +343,10 @@ func (r *Reader) init3(foot []byte) error {
 		return corrupt("bad attribute table offset %d", f.AttrsOff)
 	case f.AttrsOff+f.Count*packformat.AttrSize+packformat.TableSize3(f.Count, f.StringsSize, f.FrameCount)+packformat.FooterSize3 != size:
 		return corrupt("bad table sizes for a file of %d bytes", size)
+	case f.NamesSize == 0 && (f.NamesPos != 0 || f.NamesFirst != 0),
+		f.NamesSize > packformat.MaxNamesSize,
+		f.NamesSize != 0 && (f.NamesPos >= f.Stream || f.NamesSize > f.Stream-f.NamesPos || uint64(f.NamesFirst)+1 >= f.FrameCount):
+		return corrupt("bad owner-names table at %d, %d bytes", f.NamesPos, f.NamesSize)
 	}
 	r.footer = f
 	r.count = f.Count

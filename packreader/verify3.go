@@ -15,6 +15,9 @@ import (
 // content's SHA-256 read through its frames, and the attribute table
 // (inode numbers and link counts). The caller holds r.mu.
 func (r *Reader) verify3(files []fileCheck) error {
+	if _, _, err := r.names(); err != nil {
+		return err
+	}
 	n := r.footer.FrameCount
 	if p, err := r.framePos(0); err != nil {
 		return err

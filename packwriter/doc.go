@@ -25,7 +25,11 @@
 // Runs of a frame's worth of zeros, and the holes a host file reports through
 // SEEK_DATA and SEEK_HOLE (never read), are stored as holes. Owners
 // (uid, gid) come from the source's FileInfo.Sys (a *syscall.Stat_t, or
-// a packreader.Sys when repacking); regular files that are one inode in
+// a packreader.Sys when repacking, or any Sys with an Owner method, as
+// the in-memory layer's). Format 3 also records owner names: for a host
+// directory, the names this machine's user and group databases give the
+// ids (os/user, each id looked up once); when repacking, the pack's.
+// Regular files that are one inode in
 // the source (same device and inode, more than one link) become one inode
 // of the pack, provided their content, mode, time and owner agree.
 //

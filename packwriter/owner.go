@@ -2,6 +2,8 @@ package packwriter
 
 import (
 	"io/fs"
+	"os/user"
+	"strconv"
 
 	"github.com/packfs/packfs/internal/packformat"
 )
@@ -15,7 +17,10 @@ type srcInode struct{ dev, ino uint64 }
 // these methods, such as what packreader's FileInfo.Sys returns, so that
 // repacking a pack keeps them.
 type (
-	ownerSys interface{ Owner() (uid, gid uint32) }
+	ownerSys      interface{ Owner() (uid, gid uint32) }
+	ownerNamesSys interface {
+		OwnerNames() (user, group string)
+	}
 	inodeSys interface {
 		Inode() (ino uint64, nlink uint32)
 	}
@@ -46,6 +51,69 @@ func owner(fi fs.FileInfo) (packformat.Attr, srcInode) {
 		}
 	}
 	return a, src
+}
+
+// names gathers the owner names of a format-3 pack: from the source's
+// Sys where it has them (OwnerNames, as a pack's does), and for a host
+// file from this machine's user and group databases (os/user), each id
+// looked up once. The first name given to an id is kept.
+type names struct {
+	users, groups map[uint32]string
+	looked        map[[2]uint32]bool // {0, uid} and {1, gid} already asked
+}
+
+func (n *names) any() bool { return len(n.users)+len(n.groups) > 0 }
+
+func (n *names) add(group bool, id uint32, name string) {
+	m := &n.users
+	if group {
+		m = &n.groups
+	}
+	if id == packformat.NoOwner || name == "" || !packformat.ValidOwnerName(name) {
+		return
+	}
+	if *m == nil {
+		*m = map[uint32]string{}
+	}
+	if _, ok := (*m)[id]; !ok {
+		(*m)[id] = name
+	}
+}
+
+// lookup records the names this machine gives uid and gid.
+func (n *names) lookup(uid, gid uint32) {
+	if n.looked == nil {
+		n.looked = map[[2]uint32]bool{}
+	}
+	if k := [2]uint32{0, uid}; !n.looked[k] && uid != packformat.NoOwner {
+		n.looked[k] = true
+		if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
+			n.add(false, uid, u.Username)
+		}
+	}
+	if k := [2]uint32{1, gid}; !n.looked[k] && gid != packformat.NoOwner {
+		n.looked[k] = true
+		if g, err := user.LookupGroupId(strconv.FormatUint(uint64(gid), 10)); err == nil {
+			n.add(true, gid, g.Name)
+		}
+	}
+}
+
+// noteNames records the names of fi's owner a, if known.
+func (w *writer) noteNames(fi fs.FileInfo, a packformat.Attr) {
+	if !w.v3 {
+		return
+	}
+	sys := fi.Sys()
+	if s, ok := sys.(ownerNamesSys); ok {
+		u, g := s.OwnerNames()
+		w.names.add(false, a.Uid, u)
+		w.names.add(true, a.Gid, g)
+		return
+	}
+	if _, _, ok := hostOwner(sys); ok {
+		w.names.lookup(a.Uid, a.Gid)
+	}
 }
 
 // subdirs counts the directories among n's live children.

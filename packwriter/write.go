@@ -152,8 +152,9 @@ type writer struct {
 	// a tree of identical files compares once a file.
 	cmp *[2][32 << 10]byte
 
-	v3 bool    // writing format 3
-	st *stream // format 3: the raw stream of contents
+	v3    bool    // writing format 3
+	st    *stream // format 3: the raw stream of contents
+	names names   // format 3: owner names seen
 }
 
 // Write writes a pack of fsys's whole tree to w in one pass: contents are
@@ -225,6 +226,7 @@ func (w *writer) write() error {
 	}
 	root := &node{rec: packformat.Record{Type: packformat.TypeDir, Mode: uint32(fi.Mode() & packformat.ModeMask), Mtime: mtime(fi)}}
 	root.attr, _ = owner(fi)
+	w.noteNames(fi, root.attr)
 	w.progress(".")
 	defer w.stopHashing()
 	if err := w.dir(root, "."); err != nil {
@@ -302,6 +304,7 @@ func (w *writer) dir(n *node, p string) error {
 		k.name = name
 		k.rec = packformat.Record{Mode: uint32(mode & packformat.ModeMask), Mtime: mtime(fi)}
 		k.attr, k.src = owner(fi)
+		w.noteNames(fi, k.attr)
 		switch t := mode.Type(); {
 		case t == 0:
 			k.rec.Type = packformat.TypeFile
@@ -872,6 +875,17 @@ func (w *writer) pad() (uint64, error) {
 // children are one contiguous run sorted by name, and writes the index,
 // the key table, the string table, the check table and the footer.
 func (w *writer) finish(root *node) error {
+	var namesPos, namesSize uint64
+	var namesFirst uint32
+	if w.v3 && w.names.any() {
+		// The owner-names table is the stream's last content.
+		t := packformat.EncodeNames(w.names.users, w.names.groups)
+		var err error
+		if namesPos, namesFirst, err = w.st.add(t); err != nil {
+			return err
+		}
+		namesSize = uint64(len(t))
+	}
 	if w.v3 {
 		if err := w.st.flush(); err != nil {
 			return err
@@ -1017,6 +1031,7 @@ func (w *writer) finish(root *node) error {
 		f.FrameCount = uint64(len(w.st.frames))
 		f.AttrsOff = f.FramesOff + uint64(len(frames))
 		f.Stream = w.st.pos
+		f.NamesPos, f.NamesSize, f.NamesFirst = namesPos, namesSize, namesFirst
 		fb = f.Encode3()
 		f.CRC = crc32.Update(crc, packformat.Castagnoli, fb[:packformat.FooterCRCLen3])
 		f.Put3(fb)

@@ -310,6 +310,7 @@ func unpackFlags(fl *flag.FlagSet) {
 	fl.Bool("force", false, "replace files already in DIR (directories always merge)")
 	fl.Var(new(patterns), "exclude", "leave out entries whose name or path matches `PATTERN` (path.Match syntax; repeatable)")
 	fl.Bool("v", false, "verbose: name each entry on standard output as it is extracted")
+	fl.Bool("numeric-owner", false, "as root, give entries the pack's uids and gids even where the pack names owners this machine knows by other ids")
 }
 
 func cmdUnpack(fl *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
@@ -320,6 +321,7 @@ func cmdUnpack(fl *flag.FlagSet, args []string, stdout, stderr io.Writer) error 
 	defer r.Close()
 	o := unpackOptions{
 		force:   flagBool(fl, "force"),
+		numeric: flagBool(fl, "numeric-owner"),
 		exclude: *fl.Lookup("exclude").Value.(*patterns),
 		bad:     func(err error) { fmt.Fprintf(stderr, "packfs unpack: %s\n", printable(err.Error())) },
 	}

@@ -1,12 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
-	"text/tabwriter"
+	"strconv"
 	"time"
 
 	"github.com/packfs/packfs/layer"
@@ -14,9 +15,9 @@ import (
 )
 
 func lsFlags(fl *flag.FlagSet) {
-	fl.Bool("l", false, "long listing: mode, size, modification time (local, with its zone), name, symlink target")
+	fl.Bool("l", false, "long listing: mode, owner, group (names where the pack records them, else ids; - for none), size, modification time (local, with its zone), name, symlink target")
 	fl.Bool("R", false, "list the whole subtree, one path from the pack's root a line, as find does")
-	fl.Bool("json", false, "print a JSON array of entries: path, type, mode, perm, size, mtime, target")
+	fl.Bool("json", false, "print a JSON array of entries: path, type, mode, perm, size, mtime, target, uid, gid, user, group")
 	fl.Bool("0", false, "end each name with a NUL byte instead of a newline (for names holding newlines)")
 }
 
@@ -114,29 +115,64 @@ func listing(r *packreader.Reader, p string, recursive bool) ([]lsEntry, error) 
 	return ents, nil
 }
 
+// lsLong prints ents as ls -l does: owner and group left-aligned, sizes
+// right-aligned, each column as wide as its widest cell.
 func lsLong(r *packreader.Reader, ents []lsEntry, w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 1, ' ', tabwriter.AlignRight)
-	for _, e := range ents {
-		line := fmt.Sprintf("%s\t%d\t %s %s", lsMode(e.info.Mode()), e.info.Size(), e.info.ModTime().Local().Format("2006-01-02 15:04:05 MST"), e.name)
+	type row struct{ user, group, size string }
+	rows := make([]row, len(ents))
+	var wu, wg, ws int
+	for i, e := range ents {
+		u, g := ownerColumns(e.info)
+		rows[i] = row{u, g, strconv.FormatInt(e.info.Size(), 10)}
+		wu, wg, ws = max(wu, len(u)), max(wg, len(g)), max(ws, len(rows[i].size))
+	}
+	bw := bufio.NewWriter(w)
+	for i, e := range ents {
+		line := fmt.Sprintf("%s %-*s %-*s %*s %s %s", lsMode(e.info.Mode()), wu, rows[i].user, wg, rows[i].group, ws, rows[i].size,
+			e.info.ModTime().Local().Format("2006-01-02 15:04:05 MST"), e.name)
 		if e.info.Mode()&fs.ModeSymlink != 0 {
 			if t, err := r.ReadLink(e.path); err == nil {
 				line += " -> " + t
 			}
 		}
-		fmt.Fprintln(tw, line)
+		fmt.Fprintln(bw, line)
 	}
-	return tw.Flush()
+	return bw.Flush()
+}
+
+// ownerColumns returns the owner and group ls -l shows for info: the
+// names the pack records, else the ids, and "-" for none.
+func ownerColumns(info fs.FileInfo) (user, group string) {
+	uid, gid, _ := layer.OwnerOf(info)
+	var uname, gname string
+	if s, ok := info.Sys().(layer.OwnerNamesSys); ok {
+		uname, gname = s.OwnerNames()
+	}
+	column := func(name string, id uint32) string {
+		switch {
+		case name != "":
+			return name
+		case id == layer.NoOwner:
+			return "-"
+		}
+		return strconv.FormatUint(uint64(id), 10)
+	}
+	return column(uname, uid), column(gname, gid)
 }
 
 // jsonEntry is an entry of ls --json.
 type jsonEntry struct {
-	Path   string `json:"path"`
-	Type   string `json:"type"`
-	Mode   string `json:"mode"`
-	Perm   uint32 `json:"perm"`
-	Size   int64  `json:"size"`
-	Mtime  string `json:"mtime,omitempty"`
-	Target string `json:"target,omitempty"`
+	Path   string  `json:"path"`
+	Type   string  `json:"type"`
+	Mode   string  `json:"mode"`
+	Perm   uint32  `json:"perm"`
+	Size   int64   `json:"size"`
+	Mtime  string  `json:"mtime,omitempty"`
+	Target string  `json:"target,omitempty"`
+	Uid    *uint32 `json:"uid,omitempty"`
+	Gid    *uint32 `json:"gid,omitempty"`
+	User   string  `json:"user,omitempty"`
+	Group  string  `json:"group,omitempty"`
 }
 
 func lsJSON(r *packreader.Reader, ents []lsEntry, w io.Writer) error {
@@ -162,6 +198,17 @@ func lsJSON(r *packreader.Reader, ents []lsEntry, w io.Writer) error {
 				return err
 			}
 			j.Target = t
+		}
+		if uid, gid, ok := layer.OwnerOf(e.info); ok {
+			if uid != layer.NoOwner {
+				j.Uid = &uid
+			}
+			if gid != layer.NoOwner {
+				j.Gid = &gid
+			}
+		}
+		if s, ok := e.info.Sys().(layer.OwnerNamesSys); ok {
+			j.User, j.Group = s.OwnerNames()
 		}
 		out = append(out, j)
 	}

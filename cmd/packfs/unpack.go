@@ -20,6 +20,7 @@ type unpackOptions struct {
 	paths    []string // the subtrees to extract, io/fs paths; none: all
 	exclude  patterns // entries left out, with their subtrees
 	force    bool     // replace what is in the way; else it is an error
+	numeric  bool     // owners by the pack's ids, not by its names
 	progress func(p string, size int64)
 	bad      func(error) // told each entry that could not be extracted
 }
@@ -123,6 +124,7 @@ type unpacker struct {
 	later  []dirMeta
 	links  map[uint64]int // inode in fsys → O_PATH descriptor of its first file
 	root   bool           // owners are restored
+	ids    idCache        // this machine's ids of the pack's owner names
 }
 
 func (u *unpacker) report(err error) {
@@ -260,7 +262,7 @@ func (u *unpacker) mkdir(parent int, p string, info fs.FileInfo) (int, error) {
 // setDirMeta gives the host directory open as fd the mode and time of the
 // directory p of fsys.
 func (u *unpacker) setDirMeta(fd int, p string, info fs.FileInfo) error {
-	if uid, gid, ok := ownerOf(info); ok && u.root {
+	if uid, gid, ok := u.ownerOf(info); ok && u.root {
 		if err := unix.Fchown(fd, uid, gid); err != nil {
 			return &fs.PathError{Op: "chown", Path: u.host(p), Err: err}
 		}
@@ -359,7 +361,7 @@ func (u *unpacker) extract(parent int, p string, info fs.FileInfo) error {
 	if err := u.chown(parent, name, info); err != nil {
 		return &fs.PathError{Op: "chown", Path: out, Err: err}
 	}
-	if _, _, owned := ownerOf(info); owned && info.Mode().IsRegular() && u.root && info.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
+	if _, _, owned := u.ownerOf(info); owned && info.Mode().IsRegular() && u.root && info.Mode()&(fs.ModeSetuid|fs.ModeSetgid) != 0 {
 		// The owner is the pack's: setuid and setgid come back, after
 		// chown, which clears them.
 		if err := unix.Fchmodat(parent, name, uint32(info.Mode().Perm())|modeBits(info.Mode()), 0); err != nil {

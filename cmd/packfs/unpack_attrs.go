@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/user"
 	"strconv"
 	"syscall"
 
@@ -18,7 +19,10 @@ import (
 // a *syscall.Stat_t.
 
 type (
-	ownerSys interface{ Owner() (uid, gid uint32) }
+	ownerSys      interface{ Owner() (uid, gid uint32) }
+	ownerNamesSys interface {
+		OwnerNames() (user, group string)
+	}
 	inodeSys interface {
 		Inode() (ino uint64, nlink uint32)
 	}
@@ -35,6 +39,72 @@ func ownerOf(info fs.FileInfo) (uid, gid int, ok bool) {
 		return int(s.Uid), int(s.Gid), true
 	}
 	return 0, 0, false
+}
+
+// ownerOf is ownerOf with the pack's owner names mapped to this
+// machine's ids where it knows them, as tar does, unless -numeric-owner:
+// a name this machine lacks keeps the pack's id.
+func (u *unpacker) ownerOf(info fs.FileInfo) (uid, gid int, ok bool) {
+	uid, gid, ok = ownerOf(info)
+	if !ok || u.o.numeric {
+		return uid, gid, ok
+	}
+	if s, named := info.Sys().(ownerNamesSys); named {
+		user, group := s.OwnerNames()
+		if id, found := u.ids.user(user); found && uid != -1 {
+			uid = id
+		}
+		if id, found := u.ids.group(group); found && gid != -1 {
+			gid = id
+		}
+	}
+	return uid, gid, ok
+}
+
+// idCache looks up names in this machine's user and group databases,
+// each name once.
+type idCache struct {
+	users, groups map[string]int // -1: not found
+}
+
+func (c *idCache) user(name string) (int, bool) {
+	return c.lookup(&c.users, name, func(n string) (string, error) {
+		u, err := user.Lookup(n)
+		if err != nil {
+			return "", err
+		}
+		return u.Uid, nil
+	})
+}
+
+func (c *idCache) group(name string) (int, bool) {
+	return c.lookup(&c.groups, name, func(n string) (string, error) {
+		g, err := user.LookupGroup(n)
+		if err != nil {
+			return "", err
+		}
+		return g.Gid, nil
+	})
+}
+
+func (c *idCache) lookup(m *map[string]int, name string, find func(string) (string, error)) (int, bool) {
+	if name == "" {
+		return 0, false
+	}
+	if *m == nil {
+		*m = map[string]int{}
+	}
+	id, ok := (*m)[name]
+	if !ok {
+		id = -1
+		if s, err := find(name); err == nil {
+			if v, err := strconv.ParseUint(s, 10, 32); err == nil && v != 1<<32-1 {
+				id = int(v)
+			}
+		}
+		(*m)[name] = id
+	}
+	return id, id >= 0
 }
 
 // linkOf returns the inode of a regular file with more than one link.
@@ -94,7 +164,7 @@ func (u *unpacker) chown(parent int, name string, info fs.FileInfo) error {
 	if !u.root {
 		return nil
 	}
-	uid, gid, ok := ownerOf(info)
+	uid, gid, ok := u.ownerOf(info)
 	if !ok {
 		return nil
 	}

@@ -225,6 +225,12 @@ type Footer struct {
 	FrameCount uint64 // frame-table entries, the sentinel included (>= 1)
 	AttrsOff   uint64 // file offset of the attribute table
 	Stream     uint64 // length of the raw stream (the sentinel's Pos)
+	// The owner-names table (see EncodeNames), a content of the stream
+	// no record names: NamesSize bytes from stream position NamesPos,
+	// from frame NamesFirst. All zero: the pack records no names.
+	NamesPos   uint64
+	NamesSize  uint64
+	NamesFirst uint32
 }
 
 // Encode3 returns the 128-byte encoding of a version-3 footer; CRC must
@@ -248,7 +254,10 @@ func (f Footer) Put3(b []byte) {
 	le.PutUint64(b[56:], f.FrameCount)
 	le.PutUint64(b[64:], f.AttrsOff)
 	le.PutUint64(b[72:], f.Stream)
-	clear(b[80:112])
+	le.PutUint64(b[80:], f.NamesPos)
+	le.PutUint64(b[88:], f.NamesSize)
+	le.PutUint32(b[96:], f.NamesFirst)
+	clear(b[100:112])
 	le.PutUint32(b[112:], f.CRC)
 	le.PutUint32(b[116:], 0)
 	copy(b[120:], EndMagic)
@@ -269,10 +278,13 @@ func DecodeFooter3(b []byte) (Footer, bool) {
 		FrameCount:  le.Uint64(b[56:]),
 		AttrsOff:    le.Uint64(b[64:]),
 		Stream:      le.Uint64(b[72:]),
+		NamesPos:    le.Uint64(b[80:]),
+		NamesSize:   le.Uint64(b[88:]),
+		NamesFirst:  le.Uint32(b[96:]),
 		CRC:         le.Uint32(b[112:]),
 	}
 	ok := le.Uint32(b[116:]) == 0
-	for _, c := range b[80:112] {
+	for _, c := range b[100:112] {
 		ok = ok && c == 0
 	}
 	return f, ok

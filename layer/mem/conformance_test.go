@@ -20,7 +20,7 @@ func TestConformance(t *testing.T) {
 			}
 		})
 		return f
-	})
+	}, conformance.WithOwners())
 }
 
 // TestConformanceReadOnly checks snapshots of the suite's trees.

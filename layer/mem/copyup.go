@@ -21,6 +21,8 @@ type Copy struct {
 	// Data is a regular file's content or a symlink's target; nil reads
 	// as empty.
 	Data io.Reader
+	// Owner is the copy's owner; nil gives it none (layer.NoOwner).
+	Owner *layer.Sys
 }
 
 // CopyIn creates chain in the existing directory dir in one step: chain[0]
@@ -66,6 +68,17 @@ func (f *FS) copyIn(op, dir string, chain []Copy, over bool) error {
 		}
 		if old, ok := d.state().kids.Get(chain[0].Name); ok && !(over && layer.IsWhiteout(old.state().mode)) {
 			return errExist
+		}
+		if over {
+			// A create, not a copy: in a setgid directory the new
+			// entries take its group, as link gives it.
+			parent := d.state()
+			for i, s := range states {
+				if chain[i].Owner == nil {
+					inheritGroup(parent, s)
+				}
+				parent = s
+			}
 		}
 		// Build the chain unlinked, bottom up, then link its top.
 		var below *entry
@@ -113,10 +126,14 @@ func copyState(c Copy, last bool) (*state, error) {
 		return nil, syscall.ENAMETOOLONG
 	}
 	s := &state{mode: c.Mode & (fs.ModeType | fileModeMask), mtime: c.ModTime.UnixNano()}
+	if c.Owner != nil {
+		s.setOwner(c.Owner.Uid, c.Owner.Gid)
+	}
 	switch t := c.Mode.Type(); {
 	case t == fs.ModeDir:
-		// A copy keeps its setgid bit, which Mkdir's perm cannot give.
-		s.mode = fs.ModeDir | c.Mode&(dirModeMask|fs.ModeSetgid)
+		// A copy keeps its setuid and setgid bits, which Mkdir's perm
+		// cannot give.
+		s.mode = fs.ModeDir | c.Mode&(dirModeMask|fs.ModeSetuid|fs.ModeSetgid)
 		return s, nil
 	case !last:
 		return nil, errNotDir

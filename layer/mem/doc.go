@@ -93,9 +93,14 @@
 //
 // Mode bits are stored and reported but not enforced: the layer has no
 // calling user, so it acts as root does on Linux. No umask applies: the
-// mode given is the mode kept. Ownership and access times are not kept
-// (Chown and Lchown only check that the name exists). Hard links are not
-// supported. The size of a directory is reported as 0. A whiteout entry
+// mode given is the mode kept. Owners are kept once given (Chown,
+// Lchown, or a copy's [Copy.Owner]) and reported by FileInfo.Sys as a
+// *layer.Sys; a file nobody gave one has none (Sys is nil), and Chown
+// accepts any ids, as it does for root. The (uid, gid) pairs files are
+// given go into one table for the process, which never shrinks: a pair
+// costs about 50 bytes once, however many files have it. Access times
+// are not kept; Lchtimes sets a symlink's own modification time. Hard
+// links are not supported. The size of a directory is reported as 0. A whiteout entry
 // (see package layer) cannot be opened, as the 0/0 character device it
 // stands for cannot: Open gives ENXIO.
 package mem

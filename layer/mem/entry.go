@@ -2,9 +2,11 @@ package mem
 
 import (
 	"io/fs"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/treap"
 )
 
@@ -52,7 +54,10 @@ func (e *entry) info(name string, s *state) *fileInfo {
 
 // state is one immutable version of a file's metadata and contents.
 type state struct {
-	mode  fs.FileMode
+	mode fs.FileMode
+	// own names the owner's ids in the table of owners (see ownerIDs),
+	// in the room mode leaves: 0, a state's zero value, is no owner.
+	own   uint32
 	mtime int64                     // Unix nanoseconds
 	data  *content                  // regular file: bytes; symlink: target
 	kids  treap.Map[string, *entry] // directory: entries by name
@@ -73,6 +78,53 @@ func (s *state) size() int64 {
 	}
 	return s.data.Size()
 }
+
+// owner returns the file's ids, layer.NoOwner where it has none.
+func (s *state) owner() (uid, gid uint32) {
+	ids := ownerIDs(s.own)
+	return ids[0], ids[1]
+}
+
+// setOwner gives the file the ids uid and gid.
+func (s *state) setOwner(uid, gid uint32) { s.own = ownerIndex(uid, gid) }
+
+// owners is the table of the (uid, gid) pairs files have, shared by every
+// layer of the process: a state holds an index into it, 4 bytes that fit
+// its padding, where the two ids would take 8 and move every state to a
+// larger allocation. The table only grows, by one entry per pair ever
+// given (a few in practice); readers index it without a lock.
+var owners struct {
+	mu    sync.Mutex
+	index map[[2]uint32]uint32
+	list  atomic.Pointer[[][2]uint32] // list[0] is no owner
+}
+
+func init() {
+	l := [][2]uint32{{layer.NoOwner, layer.NoOwner}}
+	owners.list.Store(&l)
+	owners.index = map[[2]uint32]uint32{l[0]: 0}
+}
+
+// ownerIndex returns the index of the pair uid, gid, adding it if new.
+func ownerIndex(uid, gid uint32) uint32 {
+	k := [2]uint32{uid, gid}
+	owners.mu.Lock()
+	defer owners.mu.Unlock()
+	if i, ok := owners.index[k]; ok {
+		return i
+	}
+	l := *owners.list.Load()
+	i := uint32(len(l))
+	// Appending in place writes past every published length, which no
+	// reader indexes: only a state made after the Store below holds i.
+	l = append(l, k)
+	owners.list.Store(&l)
+	owners.index[k] = i
+	return i
+}
+
+// ownerIDs returns the pair at index i.
+func ownerIDs(i uint32) [2]uint32 { return (*owners.list.Load())[i] }
 
 func (s *state) target() string { return string(s.data.bytes()) }
 
@@ -95,10 +147,18 @@ func (fi *fileInfo) Size() int64                { return fi.s.size() }
 func (fi *fileInfo) Mode() fs.FileMode          { return fi.s.mode }
 func (fi *fileInfo) ModTime() time.Time         { return time.Unix(0, fi.s.mtime) }
 func (fi *fileInfo) IsDir() bool                { return fi.s.isDir() }
-func (fi *fileInfo) Sys() any                   { return nil }
 func (fi *fileInfo) Type() fs.FileMode          { return fi.s.mode.Type() }
 func (fi *fileInfo) Info() (fs.FileInfo, error) { return fi, nil }
 func (fi *fileInfo) String() string             { return fs.FormatDirEntry(fi) }
+
+// Sys returns a *layer.Sys with the file's owner, or nil when it has none.
+func (fi *fileInfo) Sys() any {
+	if fi.s.own == 0 {
+		return nil
+	}
+	uid, gid := fi.s.owner()
+	return &layer.Sys{Uid: uid, Gid: gid}
+}
 
 // list returns up to n entries of dir after name after (all when n <= 0,
 // from the start when first).

@@ -241,6 +241,42 @@ func (h *file) Truncate(size int64) error {
 	return nil
 }
 
+// Chown changes the file's owner as Chown does (-1 leaves an id), through
+// the handle: it reaches the file after a rename or a remove, as fchown(2)
+// does. A snapshot's file is read-only (EROFS).
+func (h *file) Chown(uid, gid int) error { return h.change("chown", chown(uid, gid)) }
+
+// Chmod changes the file's mode through the handle, as fchmod(2) does.
+func (h *file) Chmod(mode fs.FileMode) error {
+	return h.change("chmod", func(s *state) {
+		s.mode = s.mode&^fileModeMask | mode&fileModeMask
+	})
+}
+
+// change applies fn to a new state of the handle's file.
+func (h *file) change(op string, fn func(s *state)) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.check(op); err != nil {
+		return err
+	}
+	if h.fsys == nil {
+		return layer.PathError(op, h.name, syscall.EROFS)
+	}
+	f := h.fsys
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ns := h.ino.cur.Load().state().with()
+	fn(ns)
+	f.set(h.ino, ns)
+	return nil
+}
+
+var (
+	_ layer.ChownFile = (*file)(nil)
+	_ layer.ChmodFile = (*file)(nil)
+)
+
 // Sync returns nil: an in-memory layer has nothing to flush.
 func (h *file) Sync() error {
 	h.mu.Lock()

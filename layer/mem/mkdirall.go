@@ -38,10 +38,15 @@ func (f *FS) mkdirAll(name string, perm fs.FileMode) (bool, error) {
 		}
 		// As Mkdir: each new directory is setgid when its parent is, so
 		// all of them when the first one's parent is.
-		mode := fs.ModeDir | perm&dirModeMask | w.dir.state().mode&fs.ModeSetgid
+		// and they take its group then, as link gives the first.
+		parent := w.dir.state()
+		mode := fs.ModeDir | perm&dirModeMask | parent.mode&fs.ModeSetgid
 		var below *entry
 		for i := len(elems) - 1; i >= 0; i-- {
 			e := f.create(&state{mode: mode, mtime: now})
+			if mode&fs.ModeSetgid != 0 {
+				inheritGroup(parent, e.state())
+			}
 			if below != nil {
 				n := strings.Clone(elems[i+1])
 				below.ino.parent.Store(e.ino)

@@ -136,14 +136,27 @@ func (f *FS) create(s *state) *entry {
 	return &n.e
 }
 
-// link adds e to directory dir under name, or replaces what is there.
+// link adds e, a new file, to directory dir under name, or replaces what
+// is there. In a setgid directory the file takes the directory's group,
+// as on Linux.
 func (f *FS) link(dir *entry, name string, e *entry, now int64) {
 	e.ino.parent.Store(dir.ino)
 	e.ino.name = name
 	ds := dir.ino.cur.Load().state().with()
+	inheritGroup(ds, e.state())
 	ds.kids = ds.kids.SetOwned(f.owner, name, e)
 	ds.mtime = now
 	f.set(dir.ino, ds)
+}
+
+// inheritGroup gives s, a new file's state not yet published, the group
+// of its directory ds when ds is setgid.
+func inheritGroup(ds, s *state) {
+	if ds.mode&fs.ModeSetgid != 0 && !layer.IsWhiteout(s.mode) {
+		uid, _ := s.owner()
+		_, gid := ds.owner()
+		s.setOwner(uid, gid)
+	}
 }
 
 // unlink removes name from directory dir; the inode lives on for open
@@ -627,23 +640,44 @@ func (f *FS) Chmod(name string, mode fs.FileMode) error {
 	})
 }
 
-// Chown checks that name exists. Ownership is not kept by this layer.
+// Chown changes the owner of name, following symlinks; an id of -1
+// leaves it unchanged. As on Linux, it drops the setuid bit of a
+// non-directory, and its setgid bit when the group may execute
+// (layer.ChownMode). Any ids may be given: the layer has no calling user,
+// as for root on Linux.
 func (f *FS) Chown(name string, uid, gid int) error {
-	return f.change("chown", name, true, nil)
+	return f.change("chown", name, true, chown(uid, gid))
 }
 
-// Lchown checks that name exists, without following a final symlink.
-// Ownership is not kept by this layer.
+// Lchown is Chown without following a final symlink.
 func (f *FS) Lchown(name string, uid, gid int) error {
-	return f.change("lchown", name, false, nil)
+	return f.change("lchown", name, false, chown(uid, gid))
+}
+
+func chown(uid, gid int) func(s *state) {
+	return func(s *state) {
+		old, oldGid := s.owner()
+		s.setOwner(layer.ChownIDs(old, oldGid, uid, gid))
+		s.mode = layer.ChownMode(s.mode)
+	}
 }
 
 // Chtimes sets the modification time of name, following symlinks; a zero
 // mtime leaves it unchanged. Access times are not kept.
 func (f *FS) Chtimes(name string, atime, mtime time.Time) error {
-	return f.change("chtimes", name, true, func(s *state) {
+	return f.change("chtimes", name, true, chtimes(mtime))
+}
+
+// Lchtimes is Chtimes without following a final symlink: it sets a
+// symlink's own time.
+func (f *FS) Lchtimes(name string, atime, mtime time.Time) error {
+	return f.change("lchtimes", name, false, chtimes(mtime))
+}
+
+func chtimes(mtime time.Time) func(s *state) {
+	return func(s *state) {
 		if !mtime.IsZero() {
 			s.mtime = mtime.UnixNano()
 		}
-	})
+	}
 }
