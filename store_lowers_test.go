@@ -352,7 +352,7 @@ func (r *rebasing) Settle() error {
 // TestIssue17ConformanceStoreOverLowers runs the suite over stores over
 // lowers, whose state moves into the lowers at random points.
 func TestIssue17ConformanceStoreOverLowers(t *testing.T) {
-	var opts []conformance.Option
+	opts := []conformance.Option{conformance.WithOwners()}
 	switch {
 	case raceEnabled:
 		opts = append(opts, conformance.WithSeeds(40))

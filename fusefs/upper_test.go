@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/conformance"
@@ -40,6 +41,11 @@ type rebasingMount struct {
 }
 
 var storeRebases atomic.Int64
+
+// Lchtimes sets a link's own times through the mountpoint.
+func (r *rebasingMount) Lchtimes(name string, atime, mtime time.Time) error {
+	return layer.Lchtimes(r.FS, name, atime, mtime)
+}
 
 // open opens the store and mounts it; root, if not nil, is the mode and
 // mtime its root takes first (before the mount, whose kernel caches the
