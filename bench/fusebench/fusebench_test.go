@@ -174,9 +174,9 @@ func external(b *testing.B, dir string, name string, args ...string) func() {
 }
 
 // serve mounts fsys with fusefs in this process.
-func serve(b *testing.B, dir string, fsys fs.FS) func() {
+func serve(b *testing.B, dir string, fsys fs.FS, opts *fusefs.Options) func() {
 	b.Helper()
-	srv, err := fusefs.Mount(dir, fsys, nil)
+	srv, err := fusefs.Mount(dir, fsys, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -189,17 +189,20 @@ func serve(b *testing.B, dir string, fsys fs.FS) func() {
 	}
 }
 
+// mountPack mounts the pack with fusefs.
+func mountPack(b *testing.B, opts *fusefs.Options) (string, func()) {
+	r, err := packreader.Open(packFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := mountpoint(b)
+	unmount := serve(b, dir, r, opts)
+	return dir, func() { unmount(); r.Close() }
+}
+
 func readers() []system {
-	return []system{
-		{name: "packfs", mount: func(b *testing.B) (string, func()) {
-			r, err := packreader.Open(packFile)
-			if err != nil {
-				b.Fatal(err)
-			}
-			dir := mountpoint(b)
-			unmount := serve(b, dir, r)
-			return dir, func() { unmount(); r.Close() }
-		}},
+	systems := []system{
+		{name: "packfs", mount: func(b *testing.B) (string, func()) { return mountPack(b, nil) }},
 		{name: "squashfuse", need: []string{"squashfuse"}, mount: func(b *testing.B) (string, func()) {
 			dir := mountpoint(b)
 			return dir, external(b, dir, "squashfuse", "-f", squashImg, dir)
@@ -209,6 +212,14 @@ func readers() []system {
 			return dir, external(b, dir, "squashfuse_ll", "-f", squashImg, dir)
 		}},
 	}
+	if os.Getenv("FUSEBENCH_NODEAPI") != "" {
+		// The pack through go-fuse's node API, for comparing it with
+		// the raw API fusefs chooses for immutable trees.
+		systems = append(systems[:1], append([]system{{name: "packfs-nodeapi", mount: func(b *testing.B) (string, func()) {
+			return mountPack(b, &fusefs.Options{Immutable: true, NodeAPI: true})
+		}}}, systems[1:]...)...)
+	}
+	return systems
 }
 
 func writers() []system {
@@ -223,7 +234,7 @@ func writers() []system {
 				b.Fatal(err)
 			}
 			dir := mountpoint(b)
-			unmount := serve(b, dir, s)
+			unmount := serve(b, dir, s, nil)
 			return dir, func() { unmount(); s.Close(); os.RemoveAll(storeDir) }
 		}},
 		{name: "fuse-overlayfs", need: []string{"fuse-overlayfs"}, mount: func(b *testing.B) (string, func()) {
