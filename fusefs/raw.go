@@ -451,10 +451,17 @@ func (r *rawFS) readDir(in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse
 		return fuse.Status(e)
 	}
 	parent := n.ino
-	if n.path != "." {
+	if n.dir != nil {
+		parent = n.dir.ino
+	} else if n.path != "." {
 		if pn := r.parentOf(n); pn != 0 {
 			parent = pn
 		}
+	}
+	if plus && in.Offset > 0 && n.dir != nil && n.dir.ahead.reading() {
+		// Files are being read above: the kernel holds the entries
+		// the first reply gave, so their contents may go ahead.
+		r.readAhead(n, -1)
 	}
 	for off := in.Offset; off < uint64(len(listing))+2; off++ {
 		de := fuse.DirEntry{Off: off + 1, Mode: syscall.S_IFDIR}

@@ -3,6 +3,7 @@ package fusefs_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -272,5 +273,87 @@ func TestIssue17ImmutableReaders(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestIssue17ReadaheadBytes: files pushed into the kernel's page cache
+// ahead of their reads (the readahead across files of an immutable
+// mount) read back exactly, whatever their size (empty, page sizes and
+// their neighbours, over the push limit), in listing order as a walk
+// reads them, in reverse, and from several readers at once, with names
+// forgotten and listed again meanwhile.
+func TestIssue17ReadaheadBytes(t *testing.T) {
+	m := mem.New()
+	sizes := []int{0, 1, 4095, 4096, 4097, 65536, 100000, 1 << 20, 1<<20 + 1, 2 << 20}
+	want := map[string][]byte{}
+	for _, d := range []string{"a", "a/sub", "a/sub/deeper", "b"} {
+		if err := m.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 80 {
+		dir := []string{"a", "a/sub", "a/sub/deeper", "b"}[i%4]
+		name := fmt.Sprintf("%s/f%03d", dir, i)
+		data := make([]byte, sizes[i%len(sizes)])
+		for j := range data {
+			data[j] = byte(i + j*7)
+		}
+		if err := m.WriteFile(name, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want[name] = data
+	}
+	if err := m.Symlink("f000", "a/link"); err != nil {
+		t.Fatal(err)
+	}
+	dir, srv := mountT(t, packOf(t, m), nil)
+	walk := func(reverse bool) error {
+		var names []string
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				names = append(names, p)
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if len(names) != len(want) {
+			return fmt.Errorf("walk saw %d files, want %d", len(names), len(want))
+		}
+		for i := range names {
+			p := names[i]
+			if reverse {
+				p = names[len(names)-1-i]
+			}
+			rel, _ := filepath.Rel(dir, p)
+			got, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if !bytes.Equal(got, want[filepath.ToSlash(rel)]) {
+				return &fs.PathError{Op: "read", Path: rel, Err: errors.New("wrong bytes")}
+			}
+		}
+		return nil
+	}
+	for round := range 2 {
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs <- walk(w%2 == 1)
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Errorf("round %d: %v", round, err)
+			}
+		}
+		forgetAll(t, srv, dir)
 	}
 }

@@ -16,22 +16,34 @@ import (
 // changes, so the server may put files into the kernel's page cache
 // before they are asked for (FUSE_NOTIFY_STORE): at a file's first read,
 // the next few small files of its directory are pushed, in listing order,
-// by one goroutine per directory, and their reads are answered from the
-// page cache without a request. A listing alone pushes nothing, so find
-// and ls cost no more.
+// by up to two goroutines per directory, and their reads are answered from the
+// page cache without a request. A directory listed below one being read
+// so starts pushing its first files once the kernel holds its entries,
+// so that a walk into it waits for none of them either. A listing alone
+// pushes nothing, so find and ls cost no more.
 
 const (
-	aheadFiles = 16      // files pushed beyond the one being read
-	aheadMax   = 1 << 20 // larger files are left to the kernel's readahead
+	aheadFiles   = 32      // files pushed beyond the one being read
+	aheadMax     = 1 << 20 // larger files are left to the kernel's readahead
+	aheadPushers = 2       // goroutines pushing one directory's files
 )
 
 // readahead is a directory's state of pushing: entries before next have
-// been pushed (or skipped), and the pusher runs while next <= target.
+// been pushed (or skipped, or are being pushed), and pushers run while
+// next <= target.
 type readahead struct {
 	mu      sync.Mutex
 	next    int
 	target  int
-	running bool
+	running int // pushers at work
+}
+
+// reading reports whether the directory's files are being read or
+// pushed.
+func (ra *readahead) reading() bool {
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	return ra.target > 0
 }
 
 var aheadBufs = sync.Pool{New: func() any { b := make([]byte, aheadMax); return &b }}
@@ -47,11 +59,10 @@ func (r *rawFS) readAhead(dir *rnode, i int) {
 	defer ra.mu.Unlock()
 	ra.next = max(ra.next, i+1)
 	ra.target = max(ra.target, i+aheadFiles)
-	if ra.running || ra.next > ra.target {
-		return
+	for ra.running < aheadPushers && ra.next+ra.running <= ra.target {
+		ra.running++
+		go r.push(dir)
 	}
-	ra.running = true
-	go r.push(dir)
 }
 
 // push pushes dir's files up to its target.
@@ -63,7 +74,7 @@ func (r *rawFS) push(dir *rnode) {
 		dir.mu.Unlock()
 		ra.mu.Lock()
 		if ra.next > ra.target || ra.next >= len(listing) {
-			ra.running = false
+			ra.running--
 			ra.mu.Unlock()
 			return
 		}
@@ -73,7 +84,7 @@ func (r *rawFS) push(dir *rnode) {
 		if !r.pushFile(dir, listing[j]) {
 			// The kernel refused (the mount is going away): stop.
 			ra.mu.Lock()
-			ra.running = false
+			ra.running--
 			ra.next = len(listing)
 			ra.mu.Unlock()
 			return
@@ -99,10 +110,13 @@ func (r *rawFS) pushFile(dir *rnode, e rentry) bool {
 	if n == nil {
 		return true // the kernel does not hold it: nothing to put it in
 	}
-	f, err := n.open(r.fsys)
+	// A handle of its own: the node may be forgotten meanwhile, and a
+	// file pushed is seldom read through the server.
+	f, err := r.fsys.Open(p)
 	if err != nil {
 		return true
 	}
+	defer f.Close()
 	rat, ok := f.(io.ReaderAt)
 	if !ok {
 		return true
