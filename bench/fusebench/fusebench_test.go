@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -270,6 +272,15 @@ func usable(b *testing.B, s system) {
 	}
 }
 
+// settle collects this process's garbage before a timed run, so that the
+// garbage of building the images, or of the last run, is not collected
+// during it by the in-process server (the other servers are processes of
+// their own).
+func settle() {
+	runtime.GC()
+	debug.FreeOSMemory()
+}
+
 // eachSystem runs f for each system as a sub-benchmark, with a fresh
 // mount per iteration (cold) or one mount warmed by an untimed pass.
 func eachSystem(b *testing.B, systems []system, warm bool, f func(b *testing.B, dir string)) {
@@ -281,6 +292,7 @@ func eachSystem(b *testing.B, systems []system, warm bool, f func(b *testing.B, 
 				dir, unmount := s.mount(b)
 				defer unmount()
 				f(b, dir)
+				settle()
 				b.ResetTimer()
 				for b.Loop() {
 					f(b, dir)
@@ -290,6 +302,7 @@ func eachSystem(b *testing.B, systems []system, warm bool, f func(b *testing.B, 
 			for b.Loop() {
 				b.StopTimer()
 				dir, unmount := s.mount(b)
+				settle()
 				b.StartTimer()
 				f(b, dir)
 				b.StopTimer()
@@ -409,6 +422,7 @@ func BenchmarkSmallFiles(b *testing.B) {
 						if op == "remove" {
 							createSmall(b, dir)
 						}
+						settle()
 						b.StartTimer()
 						if op == "create" {
 							createSmall(b, dir)
@@ -437,6 +451,7 @@ func BenchmarkWrite64MiB(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				dir, unmount := s.mount(b)
+				settle()
 				b.StartTimer()
 				f, err := os.Create(filepath.Join(dir, "big"))
 				if err != nil {
