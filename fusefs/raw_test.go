@@ -357,3 +357,102 @@ func TestIssue17ReadaheadBytes(t *testing.T) {
 		forgetAll(t, srv, dir)
 	}
 }
+
+// TestIssue17ImmutableProbes: hostile names and paths through a mounted
+// pack give what the kernel gives on any file system: the longest name
+// reads, a longer one is ENAMETOOLONG, a path through a file ENOTDIR, a
+// symlink loop ELOOP, a dangling link its target and ENOENT, a read of a
+// directory EISDIR, and every open for writing EROFS.
+func TestIssue17ImmutableProbes(t *testing.T) {
+	m := mem.New()
+	long := strings.Repeat("n", 255)
+	odd := "new\nline é \x01"
+	for _, f := range []string{long, odd, "file"} {
+		if err := m.WriteFile(f, []byte(f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Mkdir("d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for target, link := range map[string]string{"loop2": "loop1", "loop1": "loop2", "missing": "dangling"} {
+		if err := m.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pack := packOf(t, m)
+	t.Run("pack", func(t *testing.T) {
+		dir, _ := mountT(t, pack, nil)
+		probeImmutable(t, dir, long, odd)
+	})
+	t.Run("union", func(t *testing.T) {
+		dir, _ := mountT(t, packfs.New(nil, pack), &fusefs.Options{Immutable: true})
+		probeImmutable(t, dir, long, odd)
+	})
+}
+
+func probeImmutable(t *testing.T, dir, long, odd string) {
+	at := func(name string) string { return filepath.Join(dir, name) }
+	for _, f := range []string{long, odd} {
+		if b, err := os.ReadFile(at(f)); err != nil || string(b) != f {
+			t.Errorf("%q: %q, %v", f, b, err)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{"d", "dangling", "file", "loop1", "loop2", odd, long}; fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Errorf("listing %q, want %q", names, want)
+	}
+	checks := []struct {
+		what string
+		err  error
+		want error
+	}{
+		{"a 256-byte name", statErr(at(long + "n")), syscall.ENAMETOOLONG},
+		{"a path through a file", statErr(at("file/x")), syscall.ENOTDIR},
+		{"a symlink loop", statErr(at("loop1")), syscall.ELOOP},
+		{"a dangling link", statErr(at("dangling")), syscall.ENOENT},
+		{"a missing name", statErr(at("d/none")), syscall.ENOENT},
+		{"a read of a directory", readErr(at("d")), syscall.EISDIR},
+		{"an open for writing", openErr(at("file"), os.O_WRONLY), syscall.EROFS},
+		{"an open with O_TRUNC", openErr(at("file"), os.O_RDONLY|os.O_TRUNC), syscall.EROFS},
+		{"a create", openErr(at("new"), os.O_RDWR|os.O_CREATE), syscall.EROFS},
+	}
+	for _, c := range checks {
+		if !errors.Is(c.err, c.want) {
+			t.Errorf("%s: %v, want %v", c.what, c.err, c.want)
+		}
+	}
+	if target, err := os.Readlink(at("dangling")); err != nil || target != "missing" {
+		t.Errorf("readlink of a dangling link: %q, %v", target, err)
+	}
+	if b, err := os.ReadFile(at("file")); err != nil || string(b) != "file" {
+		t.Errorf("file after the refused writes: %q, %v", b, err)
+	}
+}
+
+func statErr(p string) error { _, err := os.Stat(p); return err }
+
+func readErr(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.Read(make([]byte, 10))
+	return err
+}
+
+func openErr(p string, flag int) error {
+	f, err := os.OpenFile(p, flag, 0o644)
+	if err == nil {
+		f.Close()
+	}
+	return err
+}
