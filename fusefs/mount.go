@@ -37,6 +37,11 @@ type Options struct {
 	// FsName is the source shown in /proc/mounts (default "packfs").
 	FsName string
 
+	// NodeAPI serves an immutable tree through go-fuse's node API, as a
+	// tree that may change is, instead of the raw API: for comparing the
+	// two (bench/fusebench), and as a fallback.
+	NodeAPI bool
+
 	// AllowOther lets users other than the mounting one in (allow_other).
 	AllowOther bool
 
@@ -47,7 +52,8 @@ type Options struct {
 // Server is a mounted file system, served until it is unmounted.
 type Server struct {
 	srv *fuse.Server
-	m   *mount
+	m   *mount // a tree that may change: go-fuse's node API
+	raw *rawFS // an immutable tree: the raw API
 	dir string
 }
 
@@ -118,11 +124,17 @@ func Mount(dir string, fsys fs.FS, opts *Options) (*Server, error) {
 		DisableXAttrs: true, // no layer keeps them; spares a getxattr per write
 		MaxWrite:      1 << 20,
 		MaxReadAhead:  1 << 20,
+		// Readahead of many files at once, as grep -r or a build
+		// does, keeps more requests in flight than go-fuse's 12.
+		MaxBackground: 64,
 		DirectMount:   true, // as root, without fusermount; falls back to it
 		Options:       []string{"default_permissions"},
 	}
 	if o.ReadOnly {
 		mo.Options = append(mo.Options, "ro")
+	}
+	if o.Immutable && !o.NodeAPI {
+		return mountRaw(dir, fsys, m, mo, *timeout(o.EntryTimeout), *timeout(o.AttrTimeout), *timeout(o.NegativeTimeout))
 	}
 	gopts := &gofs.Options{
 		MountOptions:    mo,
@@ -137,6 +149,28 @@ func Mount(dir string, fsys fs.FS, opts *Options) (*Server, error) {
 		return nil, fmt.Errorf("fusefs: mount %s: %w", dir, err)
 	}
 	return &Server{srv: srv, m: m, dir: dir}, nil
+}
+
+// mountRaw serves an immutable tree through the raw API (raw.go).
+func mountRaw(dir string, fsys fs.FS, m *mount, mo fuse.MountOptions, entry, attr, neg time.Duration) (*Server, error) {
+	raw, err := newRawFS(fsys, m.uid, m.gid, entry, attr, neg)
+	if err != nil {
+		return nil, fmt.Errorf("fusefs: mount %s: %w", dir, err)
+	}
+	// The kernel may then keep symlink targets, and may open nothing
+	// (see rawFS.Open and OpenDir).
+	mo.EnableSymlinkCaching = true
+	mo.ExtraCapabilities |= fuse.CAP_NO_OPENDIR_SUPPORT
+	srv, err := fuse.NewServer(raw, dir, &mo)
+	if err != nil {
+		return nil, fmt.Errorf("fusefs: mount %s: %w", dir, err)
+	}
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
+		srv.Unmount()
+		return nil, fmt.Errorf("fusefs: mount %s: %w", dir, err)
+	}
+	return &Server{srv: srv, raw: raw, dir: dir}, nil
 }
 
 // Wait returns when the file system has been unmounted.
@@ -157,6 +191,9 @@ func (s *Server) Dir() string { return s.dir }
 func (s *Server) Invalidate(name string) error {
 	if !fs.ValidPath(name) {
 		return &fs.PathError{Op: "invalidate", Path: name, Err: fs.ErrInvalid}
+	}
+	if s.raw != nil {
+		return s.raw.invalidate(name)
 	}
 	n := &s.m.root.Inode
 	s.m.root.links.Store(0)

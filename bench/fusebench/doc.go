@@ -22,7 +22,14 @@
 // still missing skips its column with a message, and no /dev/fuse skips
 // everything.
 //
-// Run from bench/ (a few iterations each; the machine is shared):
+// Run from bench/ with run.sh, which alternates the tools (each of its
+// five runs measures every tool on every row in turn, so that a change of
+// the machine's load falls on all columns alike) and prints the medians
+// as tables (table.awk), with the load average before and after each run:
 //
-//	go test -run '^$' -bench . -benchtime 3x -count 5 ./fusebench/
+//	sh fusebench/run.sh [out] [runs]
+//
+// With FUSEBENCH_NODEAPI=1 the read rows have one more column: the pack
+// served through go-fuse's node API (fusefs.Options.NodeAPI), against
+// the raw API fusefs chooses for immutable trees.
 package fusebench

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -174,9 +176,9 @@ func external(b *testing.B, dir string, name string, args ...string) func() {
 }
 
 // serve mounts fsys with fusefs in this process.
-func serve(b *testing.B, dir string, fsys fs.FS) func() {
+func serve(b *testing.B, dir string, fsys fs.FS, opts *fusefs.Options) func() {
 	b.Helper()
-	srv, err := fusefs.Mount(dir, fsys, nil)
+	srv, err := fusefs.Mount(dir, fsys, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -189,17 +191,20 @@ func serve(b *testing.B, dir string, fsys fs.FS) func() {
 	}
 }
 
+// mountPack mounts the pack with fusefs.
+func mountPack(b *testing.B, opts *fusefs.Options) (string, func()) {
+	r, err := packreader.Open(packFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := mountpoint(b)
+	unmount := serve(b, dir, r, opts)
+	return dir, func() { unmount(); r.Close() }
+}
+
 func readers() []system {
-	return []system{
-		{name: "packfs", mount: func(b *testing.B) (string, func()) {
-			r, err := packreader.Open(packFile)
-			if err != nil {
-				b.Fatal(err)
-			}
-			dir := mountpoint(b)
-			unmount := serve(b, dir, r)
-			return dir, func() { unmount(); r.Close() }
-		}},
+	systems := []system{
+		{name: "packfs", mount: func(b *testing.B) (string, func()) { return mountPack(b, nil) }},
 		{name: "squashfuse", need: []string{"squashfuse"}, mount: func(b *testing.B) (string, func()) {
 			dir := mountpoint(b)
 			return dir, external(b, dir, "squashfuse", "-f", squashImg, dir)
@@ -209,6 +214,14 @@ func readers() []system {
 			return dir, external(b, dir, "squashfuse_ll", "-f", squashImg, dir)
 		}},
 	}
+	if os.Getenv("FUSEBENCH_NODEAPI") != "" {
+		// The pack through go-fuse's node API, for comparing it with
+		// the raw API fusefs chooses for immutable trees.
+		systems = append(systems[:1], append([]system{{name: "packfs-nodeapi", mount: func(b *testing.B) (string, func()) {
+			return mountPack(b, &fusefs.Options{Immutable: true, NodeAPI: true})
+		}}}, systems[1:]...)...)
+	}
+	return systems
 }
 
 func writers() []system {
@@ -223,7 +236,7 @@ func writers() []system {
 				b.Fatal(err)
 			}
 			dir := mountpoint(b)
-			unmount := serve(b, dir, s)
+			unmount := serve(b, dir, s, nil)
 			return dir, func() { unmount(); s.Close(); os.RemoveAll(storeDir) }
 		}},
 		{name: "fuse-overlayfs", need: []string{"fuse-overlayfs"}, mount: func(b *testing.B) (string, func()) {
@@ -259,6 +272,15 @@ func usable(b *testing.B, s system) {
 	}
 }
 
+// settle collects this process's garbage before a timed run, so that the
+// garbage of building the images, or of the last run, is not collected
+// during it by the in-process server (the other servers are processes of
+// their own).
+func settle() {
+	runtime.GC()
+	debug.FreeOSMemory()
+}
+
 // eachSystem runs f for each system as a sub-benchmark, with a fresh
 // mount per iteration (cold) or one mount warmed by an untimed pass.
 func eachSystem(b *testing.B, systems []system, warm bool, f func(b *testing.B, dir string)) {
@@ -270,6 +292,7 @@ func eachSystem(b *testing.B, systems []system, warm bool, f func(b *testing.B, 
 				dir, unmount := s.mount(b)
 				defer unmount()
 				f(b, dir)
+				settle()
 				b.ResetTimer()
 				for b.Loop() {
 					f(b, dir)
@@ -279,6 +302,7 @@ func eachSystem(b *testing.B, systems []system, warm bool, f func(b *testing.B, 
 			for b.Loop() {
 				b.StopTimer()
 				dir, unmount := s.mount(b)
+				settle()
 				b.StartTimer()
 				f(b, dir)
 				b.StopTimer()
@@ -398,6 +422,7 @@ func BenchmarkSmallFiles(b *testing.B) {
 						if op == "remove" {
 							createSmall(b, dir)
 						}
+						settle()
 						b.StartTimer()
 						if op == "create" {
 							createSmall(b, dir)
@@ -426,6 +451,7 @@ func BenchmarkWrite64MiB(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				dir, unmount := s.mount(b)
+				settle()
 				b.StartTimer()
 				f, err := os.Create(filepath.Join(dir, "big"))
 				if err != nil {

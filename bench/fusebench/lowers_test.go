@@ -64,7 +64,7 @@ func overLowers() []system {
 				b.Fatal(err)
 			}
 			dir := mountpoint(b)
-			unmount := serve(b, dir, s)
+			unmount := serve(b, dir, s, nil)
 			return dir, func() { unmount(); s.Close(); r.Close(); os.RemoveAll(storeDir) }
 		}},
 		{name: "fuse-overlayfs", need: []string{"fuse-overlayfs"}, mount: func(b *testing.B) (string, func()) {
