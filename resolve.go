@@ -802,7 +802,8 @@ func (u *FS) walkWrite(name string, follow, create bool) (dir, n *node, err erro
 				if err == nil && !(follow && child.isSymlink()) {
 					u.mu.keepDirs = u.upper != nil && len(dn.dirs) > 0 && dn.dirs[0] == 0 &&
 						(!child.isDir() || u.rmdirKeeps(child))
-					return dn, done(child), nil
+					child.path = name // d/base: no need to build it again
+					return dn, child, nil
 				}
 			}
 		}
