@@ -1,6 +1,7 @@
 package packfs
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -560,6 +561,7 @@ func (u *FS) Remove(name string) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	dir, n, err := u.walkWrite(name, false, false)
+	var removed bool
 	switch {
 	case err != nil:
 	case dir == nil:
@@ -567,12 +569,15 @@ func (u *FS) Remove(name string) error {
 	case !n.exists():
 		err = syscall.ENOENT
 	case n.isDir():
+		if removed, err = u.rmdirUpper(dir, n); removed || err != nil {
+			break
+		}
 		var entries []fs.DirEntry
 		if entries, err = u.merge(n); err == nil && len(entries) > 0 {
 			err = syscall.ENOTEMPTY
 		}
 	}
-	if err == nil {
+	if err == nil && !removed {
 		err = u.drop(dir, n)
 	}
 	if err != nil {
@@ -582,6 +587,28 @@ func (u *FS) Remove(name string) error {
 		u.movedDirs(n.path, "")
 	}
 	return nil
+}
+
+// rmdirUpper removes n, a directory that only the upper layer holds, in
+// one step of that layer when the layer's own directory is empty, which
+// spares the merged listing that tells the union's emptiness. It reports
+// false, having done nothing, when n is another directory or the upper's
+// holds entries (whiteouts left there are none to the union).
+func (u *FS) rmdirUpper(dir, n *node) (bool, error) {
+	if n.below || n.layer != 0 || len(n.dirs) != 1 {
+		return false, nil
+	}
+	in, d, ok := u.upperIn(dir, n)
+	if !ok {
+		return false, nil
+	}
+	if err := in.RemoveIn(d, n.name, n.path); err != nil {
+		if errors.Is(err, syscall.ENOTEMPTY) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
 }
 
 // drop takes n out of the union: out of the upper layer, and behind a
