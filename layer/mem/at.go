@@ -3,6 +3,7 @@ package mem
 import (
 	"io/fs"
 	"strings"
+	"syscall"
 
 	"github.com/packfs/packfs/internal/pathwalk"
 	"github.com/packfs/packfs/layer"
@@ -39,6 +40,30 @@ func (f *FS) OpenFileIn(dir pathwalk.Dir, name, path string, flag int, perm fs.F
 	return h, nil
 }
 
+// OpenAt opens the regular file name, one element, of dir, a directory
+// handle LookupAt returned (nil: the root), for reading, known as path in
+// the handle (see pathwalk.OpenAtFS): a union's read of the file costs the
+// one lookup. A missing entry is ENOENT, one that is no regular file
+// EISDIR, ELOOP or EINVAL, all bare, so that a miss costs no allocation.
+func (f *FS) OpenAt(dir pathwalk.Dir, name, path string) (fs.File, error) {
+	w, err := f.whereIn(f.root.Load(), dir, name)
+	if err == nil && w.e == nil {
+		err = errNotExist
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch st := w.e.state(); {
+	case st.isDir():
+		return nil, errIsDir
+	case st.isSymlink():
+		return nil, syscall.ELOOP
+	case !st.isRegular():
+		return nil, errInvalid
+	}
+	return &file{fsys: f, ino: w.e.ino, name: path}, nil
+}
+
 // RemoveIn is Remove of the entry name of dir (see OpenFileIn).
 func (f *FS) RemoveIn(dir pathwalk.Dir, name, path string) error {
 	err := f.update(func(root *entry, now int64) error {
@@ -61,7 +86,8 @@ func (f *FS) RemoveIn(dir pathwalk.Dir, name, path string) error {
 }
 
 // whereIn locates name in the directory of the handle dir as it is now,
-// as a walk to it would. The caller holds f.mu.
+// as a walk to it would: under f.mu for a writer, or for a reader, which
+// reads what it loads atomically.
 func (f *FS) whereIn(root *entry, dir pathwalk.Dir, name string) (where, error) {
 	d, _ := dir.(*entry)
 	if d == nil {

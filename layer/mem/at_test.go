@@ -108,3 +108,49 @@ func TestIssue19In(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestIssue19OpenAt: OpenAt opens a regular file of a directory handle for
+// reading under the path it is given, refuses anything else with a bare
+// error and no allocation for a miss, and sees the file as it is now.
+func TestIssue19OpenAt(t *testing.T) {
+	f := mem.New()
+	for _, err := range []error{
+		f.Mkdir("d", 0o755), f.Mkdir("d/sub", 0o755),
+		f.WriteFile("d/f", []byte("data"), 0o644), f.Symlink("f", "d/link"),
+		f.Whiteout("d/gone"),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := f.LookupAt(nil, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := f.OpenAt(d.Dir, "f", "d/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.WriteFile("d/f", []byte("newer"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(h)
+	if err != nil || string(b) != "newer" {
+		t.Fatalf("read through OpenAt = %q, %v; want the file as it is now", b, err)
+	}
+	if fi, err := h.Stat(); err != nil || fi.Name() != "f" || fi.Size() != 5 {
+		t.Fatalf("Stat = %v, %v", fi, err)
+	}
+	h.Close()
+	for name, want := range map[string]error{
+		"missing": syscall.ENOENT, "sub": syscall.EISDIR, "link": syscall.ELOOP,
+		"gone": syscall.EINVAL, "f/x": fs.ErrInvalid, ".": fs.ErrInvalid,
+	} {
+		if _, err := f.OpenAt(d.Dir, name, "d/"+name); err != want {
+			t.Errorf("OpenAt(d, %q) = %v, want the bare %v", name, err, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { f.OpenAt(d.Dir, "missing", "d/missing") }); n != 0 {
+		t.Errorf("OpenAt of a missing name: %v allocations, want 0", n)
+	}
+}

@@ -8,6 +8,7 @@ import (
 )
 
 var (
+	_ pathwalk.OpenAtFS = (*FS)(nil)
 	_ pathwalk.LookupFS = (*FS)(nil)
 	_ pathwalk.LookupFS = (*Snapshot)(nil)
 )
