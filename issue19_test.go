@@ -678,3 +678,84 @@ func TestIssue19RmdirKeepsCache(t *testing.T) {
 		t.Errorf("10 rmdirs in m with reads beside: %d lookups at the lower's root, want 0", low.n)
 	}
 }
+
+// TestIssue19OpenBesideWriter: opens of the upper layer's own files, which
+// open in the lookup that finds them, and writes that open and remove
+// entries through the directory's handle, run beside each other: a read
+// gives one of the contents the name has held (the lower file, through a
+// symlink; nothing, between a WriteFile's create and its write) or an error, and after the writer is done every name reads as
+// it left it.
+func TestIssue19OpenBesideWriter(t *testing.T) {
+	u := packfs.New(mem.New(), issue19Pack(t))
+	rounds := 200
+	if testing.Short() {
+		rounds = 50
+	}
+	// WriteFile opens and then writes, as os's does: a reader between the
+	// two sees the file empty, as on Linux.
+	valid := map[string]bool{"": true, "one": true, "two": true, "lower m": true}
+	done := make(chan struct{})
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				for _, name := range []string{"m/u", "top", "m/e/f"} {
+					f, err := u.Open(name)
+					if err != nil {
+						continue
+					}
+					b, err := io.ReadAll(f)
+					f.Close()
+					if err == nil && !valid[string(b)] {
+						errs <- fmt.Errorf("read %s: %q", name, b)
+						return
+					}
+				}
+			}
+		}()
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range rounds {
+		must(u.WriteFile("m/u", []byte("one"), 0o644))
+		must(u.WriteFile("top", []byte("two"), 0o644))
+		must(u.Mkdir("m/e", 0o755))
+		must(u.WriteFile("m/e/f", []byte("one"), 0o644))
+		must(u.Remove("m/u"))
+		must(u.Symlink("low", "m/u"))
+		must(u.Remove("m/e/f"))
+		must(u.Remove("m/e"))
+		must(u.Remove("top"))
+		must(u.Mkdir("top", 0o755))
+		must(u.Remove("top"))
+		must(u.Remove("m/u"))
+		must(u.Mkdir("m/u", 0o755))
+		must(u.Remove("m/u"))
+	}
+	close(done)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(u.WriteFile("m/u", []byte("two"), 0o644))
+	wantSize(t, u, "m/u", 3)
+	for _, name := range []string{"top", "m/e", "m/e/f"} {
+		if _, err := u.Stat(name); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("Stat(%q) = %v, want ErrNotExist", name, err)
+		}
+	}
+	if _, err := u.Open("m/e/f"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Open(m/e/f) = %v, want ErrNotExist", err)
+	}
+}
