@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/packfs/packfs"
+	"github.com/packfs/packfs/internal/pathwalk"
 	"github.com/packfs/packfs/layer/mem"
 	"github.com/packfs/packfs/packreader"
 	"github.com/packfs/packfs/packwriter"
@@ -613,5 +614,148 @@ func TestIssue19WatchReadersBesideCopyUp(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// rootLookups is a lower layer that counts its lookups at the root.
+type rootLookups struct {
+	*packreader.Reader
+	n int
+}
+
+func (r *rootLookups) LookupAt(dir pathwalk.Dir, name string) (pathwalk.Entry, error) {
+	if dir == nil {
+		r.n++
+	}
+	return r.Reader.LookupAt(dir, name)
+}
+
+// TestIssue19RmdirKeepsCache: removing an empty directory that only the
+// upper layer holds leaves the directory cache in place (it cleared it,
+// and the next name in a merged directory walked every layer again from
+// the root), and the removed directory's own cached node is refused:
+// names below a directory removed and made again read as they are now.
+func TestIssue19RmdirKeepsCache(t *testing.T) {
+	low := &rootLookups{Reader: issue19Pack(t)}
+	u := packfs.New(mem.New(), low)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(u.WriteFile("m/up", nil, 0o644)) // m merges both layers
+	must(u.Mkdir("m/x", 0o755))
+	must(u.WriteFile("m/x/f", []byte("f"), 0o644))
+	wantSize(t, u, "m/x/f", 1) // m/x is cached
+	must(u.Remove("m/x/f"))
+	must(u.Remove("m/x"))
+	for _, name := range []string{"m/x", "m/x/f"} {
+		if _, err := u.Stat(name); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("Stat(%q) after Remove(m/x): %v, want ErrNotExist", name, err)
+		}
+	}
+	must(u.Mkdir("m/x", 0o755))
+	must(u.WriteFile("m/x/g", []byte("gg"), 0o644))
+	wantSize(t, u, "m/x/g", 2)
+	if _, err := u.Stat("m/x/f"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Stat(m/x/f) in the new m/x: %v, want ErrNotExist", err)
+	}
+	if es, err := u.ReadDir("m/x"); err != nil || len(es) != 1 || es[0].Name() != "g" {
+		t.Fatalf("ReadDir(m/x) = %v, %v; want [g]", es, err)
+	}
+	// Directories made and removed in m, with reads beside them, look
+	// m up at the root no more: it stays cached.
+	wantSize(t, u, "m/low", 7)
+	low.n = 0
+	for i := range 10 {
+		d := fmt.Sprintf("m/y%d", i)
+		must(u.Mkdir(d, 0o755))
+		must(u.Remove(d))
+		wantSize(t, u, "m/low", 7)
+	}
+	if low.n != 0 {
+		t.Errorf("10 rmdirs in m with reads beside: %d lookups at the lower's root, want 0", low.n)
+	}
+}
+
+// TestIssue19OpenBesideWriter: opens of the upper layer's own files, which
+// open in the lookup that finds them, and writes that open and remove
+// entries through the directory's handle, run beside each other: a read
+// gives one of the contents the name has held (the lower file, through a
+// symlink; nothing, between a WriteFile's create and its write) or an error, and after the writer is done every name reads as
+// it left it.
+func TestIssue19OpenBesideWriter(t *testing.T) {
+	u := packfs.New(mem.New(), issue19Pack(t))
+	rounds := 200
+	if testing.Short() {
+		rounds = 50
+	}
+	// WriteFile opens and then writes, as os's does: a reader between the
+	// two sees the file empty, as on Linux.
+	valid := map[string]bool{"": true, "one": true, "two": true, "lower m": true}
+	done := make(chan struct{})
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				for _, name := range []string{"m/u", "top", "m/e/f"} {
+					f, err := u.Open(name)
+					if err != nil {
+						continue
+					}
+					b, err := io.ReadAll(f)
+					f.Close()
+					if err == nil && !valid[string(b)] {
+						errs <- fmt.Errorf("read %s: %q", name, b)
+						return
+					}
+				}
+			}
+		}()
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range rounds {
+		must(u.WriteFile("m/u", []byte("one"), 0o644))
+		must(u.WriteFile("top", []byte("two"), 0o644))
+		must(u.Mkdir("m/e", 0o755))
+		must(u.WriteFile("m/e/f", []byte("one"), 0o644))
+		must(u.Remove("m/u"))
+		must(u.Symlink("low", "m/u"))
+		must(u.Remove("m/e/f"))
+		must(u.Remove("m/e"))
+		must(u.Remove("top"))
+		must(u.Mkdir("top", 0o755))
+		must(u.Remove("top"))
+		must(u.Remove("m/u"))
+		must(u.Mkdir("m/u", 0o755))
+		must(u.Remove("m/u"))
+	}
+	close(done)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(u.WriteFile("m/u", []byte("two"), 0o644))
+	wantSize(t, u, "m/u", 3)
+	for _, name := range []string{"top", "m/e", "m/e/f"} {
+		if _, err := u.Stat(name); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("Stat(%q) = %v, want ErrNotExist", name, err)
+		}
+	}
+	if _, err := u.Open("m/e/f"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Open(m/e/f) = %v, want ErrNotExist", err)
 	}
 }

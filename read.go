@@ -128,7 +128,11 @@ func (u *FS) readFast(name string) ([]byte, bool) {
 // paths.
 func (u *FS) openFast(name string, flag int) (layer.File, bool) {
 	seen := u.copyUps.Load()
-	if i, lf, ok := u.openFastLower(name, flag); ok {
+	i, lf, up, ok := u.openFastLower(name, flag)
+	if up != nil {
+		return up, true
+	}
+	if ok {
 		if lf == nil {
 			var err error
 			if lf, err = u.openLower(i, name, name, flag); err != nil {
@@ -168,33 +172,51 @@ func (u *FS) openFast(name string, flag int) (layer.File, bool) {
 // top) that answers for name on the fast paths: its layer, and the file
 // already open when the layer opens in the lookup that finds it
 // (pathwalk.OpenAtFS), so that the read costs one lookup; nil tells the
-// caller to open it by name.
-func (u *FS) openFastLower(name string, flag int) (int, *file, bool) {
+// caller to open it by name. When the upper layer holds the file and
+// opens in its lookups too, up is the file opened there.
+func (u *FS) openFastLower(name string, flag int) (i int, lf *file, up layer.File, ok bool) {
 	var room *packFile // reused by the layers that miss
 	if d, base, ok := u.fastDir(name); ok {
 		if lf, opened, err := u.openAt(d.la, d.at, base, name, flag, &room); opened {
 			if err == nil {
-				return d.layer, lf, true
+				return d.layer, lf, nil, true
 			}
 		} else if _, ok := u.fileIn(d, name, base); ok {
-			return d.layer, nil, true
+			return d.layer, nil, nil, true
 		}
 	}
 	d, base, ok := u.peekDir(name)
 	if !ok {
-		return 0, nil, false
+		return 0, nil, nil, false
 	}
 	// The first layer that holds base answers, as in peek; a lower that
-	// opens in its lookup is asked to open it at once.
+	// opens in its lookup is asked to open it at once, and so is the upper
+	// (a plain read-only open: the handle keeps no flags).
 	for k, i := range d.dirs {
+		if i == 0 && u.upper != nil && flag&^syscall.O_NOFOLLOW == 0 {
+			if oa, ok := u.upper.(pathwalk.OpenAtFS); ok {
+				f, err := oa.OpenAt(d.at[k], base, name)
+				switch {
+				case err == nil:
+					if lf, ok := f.(layer.File); ok {
+						return 0, nil, lf, false
+					}
+					f.Close()
+					return 0, nil, nil, false
+				case !isNotExist(err):
+					return 0, nil, nil, false
+				}
+				continue
+			}
+		}
 		if i > 0 || u.upper == nil {
 			if la, ok := lookupFS(u.layers[i]); ok {
 				if lf, opened, err := u.openAt(la, d.at[k], base, name, flag, &room); opened {
 					switch {
 					case err == nil:
-						return i, lf, true
+						return i, lf, nil, true
 					case !isNotExist(err):
-						return 0, nil, false
+						return 0, nil, nil, false
 					}
 					continue
 				}
@@ -205,14 +227,14 @@ func (u *FS) openFastLower(name string, flag int) (int, *file, bool) {
 		case err == nil:
 			// The upper's own file opens through the upper (see openFast).
 			if !e.Info.Mode().IsRegular() || (i == 0 && u.upper != nil) {
-				return 0, nil, false
+				return 0, nil, nil, false
 			}
-			return i, nil, true
+			return i, nil, nil, true
 		case !isNotExist(err):
-			return 0, nil, false
+			return 0, nil, nil, false
 		}
 	}
-	return 0, nil, false
+	return 0, nil, nil, false
 }
 
 // packFile is a handle of a file of a pack, opened with the pack's file

@@ -646,11 +646,12 @@ func (u *FS) dirAt(dir pathwalk.Dir) (*node, error) {
 // The handles stay current as files come and go (an upper layer of
 // package mem reads a handle's directory as it is now), so a write that
 // only adds or removes a file, a symlink or an empty directory in a
-// directory the upper layer already holds keeps the cache (keepDirs);
-// every other write (a copy-up of a directory, a removal or rename of
-// one, a change of a directory's attributes, a mount) moves the
-// directory generation on, and the next read resolves the directory
-// again.
+// directory the upper layer already holds keeps the cache (keepDirs; a
+// removed directory's own node is then refused at its next hit, see
+// linked); every other write (a copy-up of a directory, a removal of a
+// merged one, a rename of one, a change of a directory's attributes, a
+// mount) moves the directory generation on, and the next read resolves
+// the directory again.
 
 // dirSlots is the size of the cache: a fixed number of slots, each the
 // latest directory whose name hashes there, so that the cache costs no
@@ -683,7 +684,7 @@ func (u *FS) cachedDirNode(dir string, gen uint64) *node {
 		}
 		slot = &c[maphash.String(dirSeed, dir)%dirSlots]
 	}
-	if cd := slot.Load(); cd != nil && cd.gen == gen && cd.dir == dir {
+	if cd := slot.Load(); cd != nil && cd.gen == gen && cd.dir == dir && u.linked(cd.n) {
 		return cd.n
 	}
 	var n *node
@@ -701,6 +702,36 @@ func (u *FS) cachedDirNode(dir string, gen uint64) *node {
 	}
 	slot.Store(&cachedDir{gen: gen, dir: dir, n: n})
 	return n
+}
+
+// linkedFS is an upper layer that tells whether a directory handle its
+// LookupAt gave is still linked (package mem).
+type linkedFS interface {
+	Linked(dir pathwalk.Dir) bool
+}
+
+// linked reports whether the upper layer's part of n, a cached directory,
+// is still where it was resolved. Removing an empty directory of the upper
+// layer alone keeps the cache (see walkWrite): a node kept for it, or
+// stored by a reader that resolved it just before, fails here.
+func (u *FS) linked(n *node) bool {
+	if len(n.dirs) == 0 || n.dirs[0] != 0 {
+		return true
+	}
+	lf, ok := u.layers[0].(linkedFS)
+	return !ok || lf.Linked(n.at[0])
+}
+
+// rmdirKeeps reports whether removing n, an existing directory, leaves
+// every other directory's layers as they were and a node kept for it
+// detectably stale: n is the upper layer's alone, and that layer says
+// whether a handle is linked.
+func (u *FS) rmdirKeeps(n *node) bool {
+	if n.layer != 0 || n.below || len(n.dirs) != 1 || n.dirs[0] != 0 {
+		return false
+	}
+	_, ok := u.layers[0].(linkedFS)
+	return ok
 }
 
 // peek returns, for a read of name, the layer whose regular file name is
@@ -755,8 +786,10 @@ func (u *FS) peekDir(name string) (d *node, base string, ok bool) {
 //
 // When dir came from the cache and the upper layer holds it, adding or
 // removing a non-directory n there changes no directory's layers, and
-// keepDirs says so for the writer's Unlock; a caller whose n is a
-// directory to remove must clear it.
+// keepDirs says so for the writer's Unlock. So does removing an empty
+// directory n that the upper layer alone holds, where the layer tells a
+// removed directory's handle (rmdirKeeps); a caller that removes any
+// other directory n must clear it.
 func (u *FS) walkWrite(name string, follow, create bool) (dir, n *node, err error) {
 	if len(name) < pathwalk.MaxPath && fs.ValidPath(name) && name != "." {
 		d, base := ".", name
@@ -767,8 +800,10 @@ func (u *FS) walkWrite(name string, follow, create bool) (dir, n *node, err erro
 			if dn := u.cachedDirNode(d, u.mu.dirGen.Load()); dn != nil {
 				child, err := u.lookupNode(dn, base)
 				if err == nil && !(follow && child.isSymlink()) {
-					u.mu.keepDirs = u.upper != nil && len(dn.dirs) > 0 && dn.dirs[0] == 0 && !child.isDir()
-					return dn, done(child), nil
+					u.mu.keepDirs = u.upper != nil && len(dn.dirs) > 0 && dn.dirs[0] == 0 &&
+						(!child.isDir() || u.rmdirKeeps(child))
+					child.path = name // d/base: no need to build it again
+					return dn, child, nil
 				}
 			}
 		}

@@ -100,11 +100,35 @@ func (u *FS) openWrite(name string, flag int, perm fs.FileMode) (layer.File, err
 	if err != nil {
 		return nil, layer.PathError("open", name, bare(err))
 	}
-	f, err := upper.OpenFile(n.path, flag, perm)
+	var f layer.File
+	if in, d, ok := u.upperIn(dir, n); ok {
+		f, err = in.OpenFileIn(d, n.name, n.path, flag, perm)
+	} else {
+		f, err = upper.OpenFile(n.path, flag, perm)
+	}
 	if err != nil {
 		return nil, layer.PathError("open", name, bare(err))
 	}
 	return wrap(f, name, n.path), nil
+}
+
+// inFS is an upper layer that changes an entry of a directory handle its
+// LookupAt gave (package mem), so that a write the walk found the
+// directory for needs no second walk of the path in the upper layer.
+type inFS interface {
+	OpenFileIn(dir pathwalk.Dir, name, path string, flag int, perm fs.FileMode) (layer.File, error)
+	RemoveIn(dir pathwalk.Dir, name, path string) error
+}
+
+// upperIn returns the upper layer as an inFS and its handle on dir, the
+// directory of n, when it has both: dir's node holds the upper layer's
+// directory, which the writers' lock keeps where the walk found it.
+func (u *FS) upperIn(dir, n *node) (inFS, pathwalk.Dir, bool) {
+	if dir == nil || n.parent != dir || len(dir.dirs) == 0 || dir.dirs[0] != 0 || u.upper == nil {
+		return nil, nil, false
+	}
+	in, ok := u.upper.(inFS)
+	return in, dir.at[0], ok
 }
 
 // prepareOpen makes the upper layer ready for opening n for writing: it
@@ -120,9 +144,11 @@ func (u *FS) prepareOpen(dir, n *node, flag int, perm fs.FileMode) (int, error) 
 		if err := layer.CheckElem(path.Base(n.path)); err != nil {
 			return flag, err
 		}
-		done, err := u.createOver(dir, n, []mem.Copy{{Name: path.Base(n.path), Mode: perm & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)}})
-		if done {
-			return flag &^ os.O_EXCL, err
+		if n.upperWhiteout { // else createOver does nothing: spare its chain
+			done, err := u.createOver(dir, n, []mem.Copy{{Name: path.Base(n.path), Mode: perm & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)}})
+			if done {
+				return flag &^ os.O_EXCL, err
+			}
 		}
 		return flag, u.makeRoom(dir, n)
 	}
@@ -563,6 +589,7 @@ func (u *FS) Remove(name string) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	dir, n, err := u.walkWrite(name, false, false)
+	var removed bool
 	switch {
 	case err != nil:
 	case dir == nil:
@@ -570,12 +597,15 @@ func (u *FS) Remove(name string) error {
 	case !n.exists():
 		err = syscall.ENOENT
 	case n.isDir():
+		if removed, err = u.rmdirUpper(dir, n); removed || err != nil {
+			break
+		}
 		var entries []fs.DirEntry
 		if entries, err = u.merge(n); err == nil && len(entries) > 0 {
 			err = syscall.ENOTEMPTY
 		}
 	}
-	if err == nil {
+	if err == nil && !removed {
 		err = u.drop(dir, n)
 	}
 	if err != nil {
@@ -587,6 +617,28 @@ func (u *FS) Remove(name string) error {
 	return nil
 }
 
+// rmdirUpper removes n, a directory that only the upper layer holds, in
+// one step of that layer when the layer's own directory is empty, which
+// spares the merged listing that tells the union's emptiness. It reports
+// false, having done nothing, when n is another directory or the upper's
+// holds entries (whiteouts left there are none to the union).
+func (u *FS) rmdirUpper(dir, n *node) (bool, error) {
+	if n.below || n.layer != 0 || len(n.dirs) != 1 {
+		return false, nil
+	}
+	in, d, ok := u.upperIn(dir, n)
+	if !ok {
+		return false, nil
+	}
+	if err := in.RemoveIn(d, n.name, n.path); err != nil {
+		if errors.Is(err, syscall.ENOTEMPTY) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
 // drop takes n out of the union: out of the upper layer, and behind a
 // whiteout when a lower layer holds it. A directory goes whole, in one
 // step of the upper layer.
@@ -594,6 +646,9 @@ func (u *FS) drop(dir, n *node) error {
 	if !n.below {
 		if n.isDir() {
 			return u.upper.RemoveAll(n.path)
+		}
+		if in, d, ok := u.upperIn(dir, n); ok {
+			return in.RemoveIn(d, n.name, n.path)
 		}
 		return u.upper.Remove(n.path)
 	}

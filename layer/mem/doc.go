@@ -89,6 +89,14 @@
 // directory's mtime; [FS.RenameUnion] renames over a whiteout and can
 // leave one behind in the same step, as renameat2's RENAME_WHITEOUT does.
 //
+// A few more spare the union a second walk of a path it has just looked
+// up: [FS.OpenAt] opens a regular file of a directory handle for reading,
+// without a lock, in the one lookup; [FS.OpenFileIn] and [FS.RemoveIn]
+// open or create and remove an entry of a directory handle under the
+// writer's lock, as OpenFile and Remove do with its path; [FS.Linked]
+// tells whether a handle's directory is still reachable, so that a union
+// may keep handles across the removal of a directory.
+//
 // # Caveats
 //
 // Mode bits are stored and reported but not enforced: the layer has no

@@ -8,6 +8,7 @@ import (
 )
 
 var (
+	_ pathwalk.OpenAtFS = (*FS)(nil)
 	_ pathwalk.LookupFS = (*FS)(nil)
 	_ pathwalk.LookupFS = (*Snapshot)(nil)
 )
@@ -27,6 +28,15 @@ func (f *FS) LookupAt(dir pathwalk.Dir, name string) (pathwalk.Entry, error) {
 // ReadLinkAt returns the target of the symlink name in dir.
 func (f *FS) ReadLinkAt(dir pathwalk.Dir, name string) (string, error) {
 	return readLinkAt(f.root.Load(), current(dir), name)
+}
+
+// Linked reports whether the directory of dir, a handle LookupAt returned
+// (nil: the root), is still reachable from the root. A union that keeps
+// handles across writes asks it before using one, so that removing an
+// empty directory need not forget every handle it keeps.
+func (f *FS) Linked(dir pathwalk.Dir) bool {
+	d, _ := dir.(*entry)
+	return d == nil || f.linked(d.ino)
 }
 
 // current returns the entry the inode of the live handle dir stands on

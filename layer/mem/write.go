@@ -234,6 +234,12 @@ func (f *FS) open(root *entry, name string, flag int, perm fs.FileMode, now int6
 	if w.slash && flag&os.O_CREATE != 0 {
 		return nil, syscall.EISDIR // Linux's rule for O_CREAT and a trailing slash
 	}
+	return f.openWhere(w, flag, perm, now)
+}
+
+// openWhere is open once name is resolved to w.
+func (f *FS) openWhere(w where, flag int, perm fs.FileMode, now int64) (*entry, error) {
+	excl := flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0
 	if w.e == nil {
 		if flag&os.O_CREATE == 0 {
 			return nil, errNotExist

@@ -1,0 +1,109 @@
+package mem
+
+import (
+	"io/fs"
+	"strings"
+	"syscall"
+
+	"github.com/packfs/packfs/internal/pathwalk"
+	"github.com/packfs/packfs/layer"
+)
+
+// A union that has just looked a name up through LookupAt, under its own
+// writers' lock, changes it through these, with the directory's handle and
+// the name, instead of giving the layer the whole path to walk again.
+
+// OpenFileIn is OpenFile of the entry name, one element, of dir, a
+// directory handle LookupAt returned (nil: the root); path is the entry's
+// path, which the handle and errors report. A symlink there is not
+// followed: opening one fails as OpenFile with syscall.O_NOFOLLOW does.
+// A handle on a directory removed since fails with ENOENT.
+func (f *FS) OpenFileIn(dir pathwalk.Dir, name, path string, flag int, perm fs.FileMode) (layer.File, error) {
+	var h *file
+	err := f.update(func(root *entry, now int64) error {
+		if err := checkCreate(path); err != nil {
+			return err
+		}
+		w, err := f.whereIn(root, dir, name)
+		if err != nil {
+			return err
+		}
+		e, err := f.openWhere(w, flag, perm, now)
+		if err == nil {
+			h = &file{fsys: f, ino: e.ino, name: path, flag: flag}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, layer.PathError("open", path, err)
+	}
+	return h, nil
+}
+
+// OpenAt opens the regular file name, one element, of dir, a directory
+// handle LookupAt returned (nil: the root), for reading, known as path in
+// the handle (see pathwalk.OpenAtFS): a union's read of the file costs the
+// one lookup. A missing entry is ENOENT, one that is no regular file
+// EISDIR, ELOOP or EINVAL, all bare, so that a miss costs no allocation.
+func (f *FS) OpenAt(dir pathwalk.Dir, name, path string) (fs.File, error) {
+	w, err := f.whereIn(f.root.Load(), dir, name)
+	if err == nil && w.e == nil {
+		err = errNotExist
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch st := w.e.state(); {
+	case st.isDir():
+		return nil, errIsDir
+	case st.isSymlink():
+		return nil, syscall.ELOOP
+	case !st.isRegular():
+		return nil, errInvalid
+	}
+	return &file{fsys: f, ino: w.e.ino, name: path}, nil
+}
+
+// RemoveIn is Remove of the entry name of dir (see OpenFileIn).
+func (f *FS) RemoveIn(dir pathwalk.Dir, name, path string) error {
+	err := f.update(func(root *entry, now int64) error {
+		w, err := f.whereIn(root, dir, name)
+		switch {
+		case err != nil:
+			return err
+		case w.e == nil:
+			return errNotExist
+		case w.e.state().isDir() && w.e.state().kids.Len() > 0:
+			return errNotEmpty
+		}
+		f.unlink(w.dir, w.base, w.e, now)
+		return nil
+	})
+	if err != nil {
+		return layer.PathError("remove", path, err)
+	}
+	return nil
+}
+
+// whereIn locates name in the directory of the handle dir as it is now,
+// as a walk to it would: under f.mu for a writer, or for a reader, which
+// reads what it loads atomically.
+func (f *FS) whereIn(root *entry, dir pathwalk.Dir, name string) (where, error) {
+	d, _ := dir.(*entry)
+	if d == nil {
+		d = root
+	} else if d = d.ino.cur.Load(); !f.linked(d.ino) {
+		return where{}, errNotExist
+	}
+	if !d.state().isDir() {
+		return where{}, errNotDir
+	}
+	if !fs.ValidPath(name) || name == "." || strings.IndexByte(name, '/') >= 0 {
+		return where{}, fs.ErrInvalid // as a walk refuses an invalid path
+	}
+	if err := pathwalk.CheckElem(name); err != nil {
+		return where{}, err
+	}
+	e, _ := d.state().kids.Get(name)
+	return where{dir: d, base: name, e: e}, nil
+}

@@ -1,0 +1,156 @@
+package mem_test
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/packfs/packfs/layer/mem"
+)
+
+// TestIssue19In: OpenFileIn and RemoveIn act on the entry of a directory
+// handle as OpenFile and Remove do on its path, refuse what is not one
+// element, a symlink, a handle on a removed directory or on a file, and
+// follow a directory moved since, as a descriptor does.
+func TestIssue19In(t *testing.T) {
+	f := mem.New()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(f.MkdirAll("d/sub", 0o755))
+	must(f.WriteFile("d/sub/x", []byte("x"), 0o644))
+	must(f.WriteFile("d/f", []byte("old"), 0o644))
+	must(f.Symlink("f", "d/link"))
+	d, err := f.LookupAt(nil, "d")
+	must(err)
+
+	w, err := f.OpenFileIn(d.Dir, "new", "d/new", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o640)
+	must(err)
+	if _, err := io.WriteString(w, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	must(w.Close())
+	if b, err := f.ReadFile("d/new"); err != nil || string(b) != "hello" {
+		t.Fatalf("ReadFile(d/new) = %q, %v", b, err)
+	}
+	if fi, err := f.Stat("d/new"); err != nil || fi.Mode().Perm() != 0o640 {
+		t.Fatalf("Stat(d/new) = %v, %v; want mode 0640", fi, err)
+	}
+	w, err = f.OpenFileIn(d.Dir, "f", "d/f", os.O_WRONLY|os.O_TRUNC, 0)
+	must(err)
+	must(w.Close())
+	if b, _ := f.ReadFile("d/f"); len(b) != 0 {
+		t.Fatalf("d/f after O_TRUNC holds %q", b)
+	}
+
+	for _, c := range []struct {
+		name string
+		flag int
+		want error
+	}{
+		{"new", os.O_RDWR | os.O_CREATE | os.O_EXCL, fs.ErrExist},
+		{"missing", os.O_RDONLY, fs.ErrNotExist},
+		{"link", os.O_RDONLY, syscall.ELOOP},
+		{"sub", os.O_WRONLY, syscall.EISDIR},
+		{"sub/x", os.O_RDONLY, fs.ErrInvalid},
+		{".", os.O_RDONLY, fs.ErrInvalid},
+		{"..", os.O_RDONLY, fs.ErrInvalid},
+		{"", os.O_RDONLY | os.O_CREATE, fs.ErrInvalid},
+		{strings.Repeat("n", 256), os.O_RDWR | os.O_CREATE, syscall.ENAMETOOLONG},
+	} {
+		if _, err := f.OpenFileIn(d.Dir, c.name, "d/"+c.name, c.flag, 0o644); !errors.Is(err, c.want) {
+			t.Errorf("OpenFileIn(d, %q, %#x) = %v, want %v", c.name, c.flag, err, c.want)
+		}
+	}
+	if err := f.RemoveIn(d.Dir, "sub", "d/sub"); !errors.Is(err, syscall.ENOTEMPTY) {
+		t.Errorf("RemoveIn(d, sub) = %v, want ENOTEMPTY", err)
+	}
+	if err := f.RemoveIn(d.Dir, "missing", "d/missing"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("RemoveIn(d, missing) = %v, want ErrNotExist", err)
+	}
+	var pe *fs.PathError
+	if err := f.RemoveIn(d.Dir, "missing", "d/missing"); !errors.As(err, &pe) || pe.Path != "d/missing" || pe.Op != "remove" {
+		t.Errorf("RemoveIn(d, missing) = %#v, want a PathError of remove d/missing", err)
+	}
+	must(f.RemoveIn(d.Dir, "link", "d/link"))
+	if _, err := f.Lstat("d/link"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Lstat(d/link) after RemoveIn: %v", err)
+	}
+	file, err := f.LookupAt(d.Dir, "f")
+	must(err)
+	if _, err := f.OpenFileIn(file.Dir, "x", "d/f/x", os.O_RDONLY, 0); err == nil {
+		t.Error("OpenFileIn on a file's handle succeeds")
+	}
+
+	// A moved directory's handle follows it; a removed one's fails.
+	must(f.Rename("d", "e"))
+	must(f.RemoveIn(d.Dir, "new", "e/new"))
+	if _, err := f.Stat("e/new"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Stat(e/new) after RemoveIn through d's handle: %v", err)
+	}
+	sub, err := f.LookupAt(d.Dir, "sub")
+	must(err)
+	must(f.RemoveAll("e/sub"))
+	if _, err := f.OpenFileIn(sub.Dir, "y", "e/sub/y", os.O_RDWR|os.O_CREATE, 0o644); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("OpenFileIn in a removed directory = %v, want ErrNotExist", err)
+	}
+	if err := f.RemoveIn(sub.Dir, "x", "e/sub/x"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("RemoveIn in a removed directory = %v, want ErrNotExist", err)
+	}
+	if err := f.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIssue19OpenAt: OpenAt opens a regular file of a directory handle for
+// reading under the path it is given, refuses anything else with a bare
+// error and no allocation for a miss, and sees the file as it is now.
+func TestIssue19OpenAt(t *testing.T) {
+	f := mem.New()
+	for _, err := range []error{
+		f.Mkdir("d", 0o755), f.Mkdir("d/sub", 0o755),
+		f.WriteFile("d/f", []byte("data"), 0o644), f.Symlink("f", "d/link"),
+		f.Whiteout("d/gone"),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := f.LookupAt(nil, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := f.OpenAt(d.Dir, "f", "d/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.WriteFile("d/f", []byte("newer"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(h)
+	if err != nil || string(b) != "newer" {
+		t.Fatalf("read through OpenAt = %q, %v; want the file as it is now", b, err)
+	}
+	if fi, err := h.Stat(); err != nil || fi.Name() != "f" || fi.Size() != 5 {
+		t.Fatalf("Stat = %v, %v", fi, err)
+	}
+	h.Close()
+	for name, want := range map[string]error{
+		"missing": syscall.ENOENT, "sub": syscall.EISDIR, "link": syscall.ELOOP,
+		"gone": syscall.EINVAL, "f/x": fs.ErrInvalid, ".": fs.ErrInvalid,
+	} {
+		if _, err := f.OpenAt(d.Dir, name, "d/"+name); err != want {
+			t.Errorf("OpenAt(d, %q) = %v, want the bare %v", name, err, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { f.OpenAt(d.Dir, "missing", "d/missing") }); n != 0 {
+		t.Errorf("OpenAt of a missing name: %v allocations, want 0", n)
+	}
+}
