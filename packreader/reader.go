@@ -67,7 +67,16 @@ type Reader struct {
 	checked    []atomic.Uint64
 	nChecked   atomic.Uint64
 	allChecked atomic.Bool
-	root       packformat.Record // record 0, checked at open
+	// lazy says the tables are read on first touch into meta, the
+	// bytes from the index to the footer (see ensureBlock): filled has
+	// bit g set once group g of meta is present; filling holds the
+	// fills in progress, under fillMu.
+	lazy    bool
+	meta    []byte
+	filled  []atomic.Uint64
+	fillMu  sync.Mutex
+	filling map[uint64]chan struct{}
+	root    packformat.Record // record 0, checked at open
 
 	// good and contents remember the contents checked (see
 	// checkContent): good has bit i set once record i's content matched.
@@ -125,10 +134,13 @@ func Open(name string, opts ...Option) (*Reader, error) {
 }
 
 // OpenReaderAt serves the pack of size bytes read through ra, without
-// mmap. It reads the index, key, string and check tables into memory (at
-// most size bytes) and validates the pack as Open does, checking blocks
-// as reads touch them; contents are read through ra on demand. The caller
-// keeps ra open until Close and closes it after.
+// mmap. It reads the header, the footer, index block 0 and its
+// check-table entry, and validates the pack as Open does. The index, key,
+// string and other tables are read through ra on first touch, 64 KiB of
+// one table at a time, each 4 KiB block checked against its CRC-32C
+// before use, into a buffer of the tables' size (bounded by size);
+// contents are read through ra on demand. The caller keeps ra open until
+// Close and closes it after.
 func OpenReaderAt(ra io.ReaderAt, size int64, opts ...Option) (*Reader, error) {
 	if size < 0 {
 		return nil, corrupt("negative size %d", size)
@@ -137,12 +149,25 @@ func OpenReaderAt(ra io.ReaderAt, size int64, opts ...Option) (*Reader, error) {
 	if err := r.load(ra); err != nil {
 		return nil, err
 	}
-	meta := make([]byte, r.size-r.footSz-r.footer.IndexOff)
-	if err := readFull(ra, meta, int64(r.footer.IndexOff)); err != nil {
+	// The tables' pages stay untouched until filled; the layout checks
+	// bound their size by the file's.
+	r.meta = make([]byte, r.size-r.footSz-r.footer.IndexOff)
+	r.setMeta(r.meta)
+	r.lazy = true
+	r.filled = make([]atomic.Uint64, (uint64(len(r.meta))+fillSize-1)/fillSize/64+1)
+	r.filling = map[uint64]chan struct{}{}
+	// Block 0 and its CRC are read aside: meta is written by fills only.
+	// The block is checked again when its group is filled.
+	b0 := make([]byte, min(packformat.BlockSize, len(r.index))+packformat.CRCSize)
+	crc0 := b0[len(b0)-packformat.CRCSize:]
+	b0 = b0[:len(b0)-packformat.CRCSize]
+	if err := readFull(ra, b0, int64(r.footer.IndexOff)); err != nil {
 		return nil, err
 	}
-	r.setMeta(meta)
-	if err := r.checkRoot(r.index[:min(packformat.BlockSize, len(r.index))], binary.LittleEndian.Uint32(r.table)); err != nil {
+	if err := readFull(ra, crc0, int64(r.tabOff)); err != nil {
+		return nil, err
+	}
+	if err := r.checkRoot(b0, binary.LittleEndian.Uint32(crc0)); err != nil {
 		return nil, err
 	}
 	r.startFrames()
@@ -215,7 +240,9 @@ func (r *Reader) checkRoot(b []byte, crc uint32) error {
 		return corrupt("root is not a directory")
 	}
 	r.root = root
-	r.markChecked(0)
+	if !r.lazy {
+		r.markChecked(0)
+	}
 	return nil
 }
 
@@ -368,7 +395,7 @@ func (r *Reader) Close() error {
 		return &os.PathError{Op: "close", Path: "pack", Err: os.ErrClosed}
 	}
 	r.closed = true
-	r.index, r.keys, r.strs, r.table, r.frames, r.attrs = nil, nil, nil, nil, nil, nil
+	r.index, r.keys, r.strs, r.table, r.frames, r.attrs, r.meta = nil, nil, nil, nil, nil, nil, nil
 	r.closeFrames()
 	if r.mapped != nil {
 		m := r.mapped

@@ -381,6 +381,89 @@ const NoTime = -1 << 63
 // Align rounds n up to a multiple of DataAlign.
 func Align(n uint64) uint64 { return (n + DataAlign - 1) &^ (DataAlign - 1) }
 
+// Tail is what a pack's header and footer say of its layout.
+type Tail struct {
+	Version    uint32
+	Footer     Footer
+	FooterSize uint64
+	TableOff   uint64 // offset of the check table
+	TableSize  uint64 // its length
+}
+
+// FooterSizeOf returns the footer size of a pack whose header is hdr
+// (at least 12 bytes), or 0 if hdr is not that of a version-2 or
+// version-3 pack.
+func FooterSizeOf(hdr []byte) uint64 {
+	if len(hdr) < 12 || string(hdr[:8]) != Magic {
+		return 0
+	}
+	switch binary.LittleEndian.Uint32(hdr[8:]) {
+	case Version2:
+		return FooterSize
+	case Version3:
+		return FooterSize3
+	}
+	return 0
+}
+
+// DecodeTail decodes the header hdr and the footer foot of a pack of
+// size bytes (foot of the size FooterSizeOf(hdr) gives). ok is false when
+// they are not those of a version-2 or version-3 pack whose check table
+// lies where its footer says. It checks no CRC: packreader does.
+func DecodeTail(hdr, foot []byte, size int64) (t Tail, ok bool) {
+	t.FooterSize = FooterSizeOf(hdr)
+	if t.FooterSize == 0 || uint64(len(foot)) != t.FooterSize || size < HeaderSize+int64(t.FooterSize) {
+		return t, false
+	}
+	if string(foot[t.FooterSize-8:]) != EndMagic {
+		return t, false
+	}
+	t.Version = binary.LittleEndian.Uint32(hdr[8:])
+	end := uint64(size) - t.FooterSize
+	f := &t.Footer
+	if t.Version == Version3 {
+		*f, _ = DecodeFooter3(foot)
+		if f.Count > end/RecordSize || f.FrameCount > end/FrameEntrySize || f.StringsSize > end {
+			return t, false
+		}
+		t.TableOff = f.AttrsOff + f.Count*AttrSize
+		t.TableSize = TableSize3(f.Count, f.StringsSize, f.FrameCount)
+		ok = f.AttrsOff <= end && t.TableOff >= f.AttrsOff
+	} else {
+		*f = DecodeFooter(foot)
+		if f.Count > end/RecordSize || f.StringsSize > end {
+			return t, false
+		}
+		t.TableOff = f.StringsOff + f.StringsSize
+		t.TableSize = TableSize(f.Count, f.StringsSize)
+		ok = f.StringsOff <= end && t.TableOff >= f.StringsOff
+	}
+	ok = ok && t.TableOff <= end && end-t.TableOff == t.TableSize && f.IndexOff <= t.TableOff
+	return t, ok
+}
+
+// ReadTail reads the header and footer of the pack of size bytes behind
+// ra and decodes them as DecodeTail does; err reports a failed read.
+func ReadTail(ra io.ReaderAt, size int64) (Tail, bool, error) {
+	if size < HeaderSize+FooterSize {
+		return Tail{}, false, nil
+	}
+	var hdr [HeaderSize]byte
+	if _, err := ra.ReadAt(hdr[:], 0); err != nil {
+		return Tail{}, false, err
+	}
+	fs := FooterSizeOf(hdr[:])
+	if fs == 0 || size < HeaderSize+int64(fs) {
+		return Tail{}, false, nil
+	}
+	foot := make([]byte, fs)
+	if _, err := ra.ReadAt(foot, size-int64(fs)); err != nil {
+		return Tail{}, false, err
+	}
+	t, ok := DecodeTail(hdr[:], foot, size)
+	return t, ok, nil
+}
+
 // CheckTable reads the header and footer of the pack of size bytes behind
 // ra and returns where its check table starts and how long it is, for
 // callers that fingerprint a pack by its check table and footer (the
@@ -388,55 +471,9 @@ func Align(n uint64) uint64 { return (n + DataAlign - 1) &^ (DataAlign - 1) }
 // footer are not those of a version-2 or version-3 pack whose check table
 // lies where its footer says; err reports a failed read.
 func CheckTable(ra io.ReaderAt, size int64) (off, n uint64, ok bool, err error) {
-	if size < HeaderSize+FooterSize {
-		return 0, 0, false, nil
-	}
-	var hdr [HeaderSize]byte
-	if _, err := ra.ReadAt(hdr[:], 0); err != nil {
+	t, ok, err := ReadTail(ra, size)
+	if !ok || err != nil {
 		return 0, 0, false, err
 	}
-	if string(hdr[:8]) != Magic {
-		return 0, 0, false, nil
-	}
-	version := binary.LittleEndian.Uint32(hdr[8:])
-	footSize := int64(FooterSize)
-	if version == Version3 {
-		footSize = FooterSize3
-	} else if version != Version2 {
-		return 0, 0, false, nil
-	}
-	if size < HeaderSize+footSize {
-		return 0, 0, false, nil
-	}
-	foot := make([]byte, footSize)
-	if _, err := ra.ReadAt(foot, size-footSize); err != nil {
-		return 0, 0, false, err
-	}
-	if string(foot[footSize-8:]) != EndMagic {
-		return 0, 0, false, nil
-	}
-	end := uint64(size - footSize)
-	var f Footer
-	var want uint64
-	if version == Version3 {
-		f, _ = DecodeFooter3(foot)
-		if f.Count > end/RecordSize || f.FrameCount > end/FrameEntrySize || f.StringsSize > end {
-			return 0, 0, false, nil
-		}
-		off = f.AttrsOff + f.Count*AttrSize
-		want = TableSize3(f.Count, f.StringsSize, f.FrameCount)
-		ok = f.AttrsOff <= end && off >= f.AttrsOff
-	} else {
-		f = DecodeFooter(foot)
-		if f.Count > end/RecordSize || f.StringsSize > end {
-			return 0, 0, false, nil
-		}
-		off = f.StringsOff + f.StringsSize
-		want = TableSize(f.Count, f.StringsSize)
-		ok = f.StringsOff <= end && off >= f.StringsOff
-	}
-	if !ok || off > end || end-off != want {
-		return 0, 0, false, nil
-	}
-	return off, want, true, nil
+	return t.TableOff, t.TableSize, true, nil
 }
