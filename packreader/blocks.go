@@ -88,13 +88,16 @@ const (
 	fillSize = 64 << 10
 )
 
+// Packed tables are filled a group at a time.
+const _ = uint(fillSize-packformat.GroupSize) + uint(packformat.GroupSize-fillSize)
+
 // ensureBlock makes block b's bytes and its check-table entry present.
 // The caller holds r.mu.
 func (r *Reader) ensureBlock(b uint64) error {
 	region, base, off, _ := r.regionOf(b)
 	lo := off - r.footer.IndexOff + (b-base)*packformat.BlockSize
 	hi := min(lo+packformat.BlockSize, off-r.footer.IndexOff+uint64(len(region)))
-	t := r.tabOff - r.footer.IndexOff + b*packformat.CRCSize
+	t := r.tableAt + b*packformat.CRCSize
 	if r.metaFilled(lo, hi) && r.metaFilled(t, t+packformat.CRCSize) {
 		return nil
 	}
@@ -133,8 +136,52 @@ func (r *Reader) fillFramesOf(lo, hi uint64) {
 		return
 	}
 	// And their check-table entries.
-	to := r.tabOff - r.footer.IndexOff + r.frameBase*packformat.CRCSize
+	to := r.tableAt + r.frameBase*packformat.CRCSize
 	r.fillMeta(to+a/packformat.BlockSize*packformat.CRCSize, to+((z-1)/packformat.BlockSize+1)*packformat.CRCSize)
+}
+
+// readRaw reads len(p) bytes of the file at off, from the mapping or
+// through ra; the caller has bounded them by the file's size.
+func (r *Reader) readRaw(p []byte, off uint64) error {
+	if r.mapped != nil {
+		copy(p, r.mapped[off:off+uint64(len(p))])
+		return nil
+	}
+	return readFull(r.ra, p, int64(off))
+}
+
+// unpackGroup reads group g of packed tables into dst, its raw bytes:
+// stored raw if its stored size is theirs, else a zstd frame of the
+// shuffled bytes, decoded into a buffer of dst's size that the decoder
+// may not grow (a crafted frame header cannot make it allocate what it
+// claims). Its blocks' CRC-32C are checked as for any table.
+func (r *Reader) unpackGroup(g uint64, dst []byte) error {
+	le := binary.LittleEndian
+	start := uint64(0)
+	if g > 0 {
+		start = le.Uint64(r.dir[(g-1)*packformat.GroupEntrySize:])
+	}
+	end := le.Uint64(r.dir[g*packformat.GroupEntrySize:])
+	if start > end || end > r.footer.GroupsOff-r.footer.IndexOff || end-start > uint64(len(dst)) || end == start {
+		return corrupt("table group %d: bad stored range %d to %d", g, start, end)
+	}
+	if end-start == uint64(len(dst)) {
+		return r.readRaw(dst, r.footer.IndexOff+start)
+	}
+	stored := make([]byte, end-start)
+	if err := r.readRaw(stored, r.footer.IndexOff+start); err != nil {
+		return err
+	}
+	d, err := decoder()
+	if err != nil {
+		return corrupt("table group %d: %v", g, err)
+	}
+	out, err := d.DecodeAll(stored, make([]byte, 0, len(dst)))
+	if err != nil || len(out) != len(dst) {
+		return corrupt("table group %d: bad zstd frame (%d of %d bytes): %v", g, len(out), len(dst), err)
+	}
+	packformat.TablesLayout{Count: r.count, StringsSize: r.footer.StringsSize, FrameCount: r.footer.FrameCount}.Unshuffle(dst, out, g*packformat.GroupSize)
+	return nil
 }
 
 func (r *Reader) groupFilled(g uint64) bool { return r.filled[g/64].Load()&(1<<(g%64)) != 0 }
@@ -180,7 +227,15 @@ func (r *Reader) fillGroup(g uint64) error {
 		r.fillMu.Unlock()
 		lo := g * fillSize
 		hi := min(lo+fillSize, uint64(len(r.meta)))
-		err := readFull(r.ra, r.meta[lo:hi], int64(r.footer.IndexOff+lo))
+		var err error
+		switch {
+		case !r.packed:
+			err = r.readRaw(r.meta[lo:hi], r.footer.IndexOff+lo)
+		case lo < r.tableAt:
+			err = r.unpackGroup(g, r.meta[lo:min(hi, r.tablesLen)])
+		default:
+			err = r.readRaw(r.meta[lo:hi], r.tabOff+lo-r.tableAt)
+		}
 		if err == nil {
 			r.filled[g/64].Or(1 << (g % 64))
 			r.fillFramesOf(lo, hi)

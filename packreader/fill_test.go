@@ -2,16 +2,21 @@ package packreader_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/klauspost/compress/zstd"
 	"github.com/packfs/packfs/internal/packformat"
 	"github.com/packfs/packfs/packreader"
+	"github.com/packfs/packfs/packwriter"
 )
 
 // fillCounter counts the reads and bytes through it, and fails the
@@ -113,12 +118,23 @@ func TestIssue18FillError(t *testing.T) {
 // every table group of a pack read through an io.ReaderAt (run with
 // -race): every answer is right, and no group is read twice.
 func TestIssue18ConcurrentFills(t *testing.T) {
-	data := packOf(t, wideTree(8000))
+	var zbuf bytes.Buffer
+	must(t, packwriter.Write(&zbuf, wideTree(8000), packwriter.WithCompression(3)))
+	t.Run("raw", func(t *testing.T) { concurrentFills(t, packOf(t, wideTree(8000)), false) })
+	t.Run("packed", func(t *testing.T) { concurrentFills(t, zbuf.Bytes(), false) })
+	t.Run("packed-mapped", func(t *testing.T) { concurrentFills(t, zbuf.Bytes(), true) })
+}
+
+func concurrentFills(t *testing.T, data []byte, mapped bool) {
 	f, _, _ := packLayout3(data)
 	tables := int64(len(data)) - int64(f.IndexOff)
 	for range 4 {
 		c := &fillCounter{ra: bytes.NewReader(data)}
 		r, err := packreader.OpenReaderAt(c, int64(len(data)))
+		if mapped {
+			r.Close()
+			r = openBoth(t, data)["mmap"]
+		}
 		must(t, err)
 		var wg sync.WaitGroup
 		for g := range 6 {
@@ -151,7 +167,9 @@ func TestIssue18ConcurrentFills(t *testing.T) {
 		wg.Wait()
 		must(t, r.Verify())
 		// Verify read the contents; the tables were read once.
-		must(t, r.Close())
+		if !mapped {
+			must(t, r.Close())
+		}
 		if c.bytes.Load() > tables+int64(len(data)) {
 			t.Errorf("read %d bytes for a pack of %d", c.bytes.Load(), len(data))
 		}
@@ -165,4 +183,81 @@ func packLayout3(data []byte) (packformat.Footer, uint64, uint64) {
 		panic(fmt.Sprintf("not a pack: %v", err))
 	}
 	return tl.Footer, tl.TableOff, tl.TableSize
+}
+
+// TestIssue16CraftedGroupHeader: a group of packed tables whose zstd
+// frame decodes to more than the group's raw size fails as corrupt,
+// without the reader allocating what the frame claims, and a group
+// directory entry out of order fails too.
+func TestIssue16CraftedGroupHeader(t *testing.T) {
+	var buf bytes.Buffer
+	must(t, packwriter.Write(&buf, wideTree(3000), packwriter.WithCompression(3)))
+	orig := buf.Bytes()
+	tl, ok, err := packformat.ReadTail(bytes.NewReader(orig), int64(len(orig)))
+	if !ok || err != nil || binary.LittleEndian.Uint32(orig[16:])&packformat.FlagPackedTables == 0 {
+		t.Fatalf("not a pack with packed tables: %v", err)
+	}
+	f := tl.Footer
+	end0 := binary.LittleEndian.Uint64(orig[f.GroupsOff:])
+	enc, err := zstd.NewWriter(nil)
+	must(t, err)
+	bomb := enc.EncodeAll(make([]byte, packformat.MaxFrame), nil)
+	if uint64(len(bomb)) > end0 {
+		t.Fatalf("bomb of %d bytes does not fit in group 0's %d", len(bomb), end0)
+	}
+	data := bytes.Clone(orig)
+	copy(data[f.IndexOff:], bomb)
+	clear(data[f.IndexOff+uint64(len(bomb)) : f.IndexOff+end0])
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)))
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, packreader.ErrCorrupt) {
+		t.Fatalf("open with a bomb in group 0: %v, want ErrCorrupt", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 2<<20 && !raceEnabled {
+		t.Errorf("refusing the group allocated %d bytes", got)
+	}
+	// Group 1 ending before group 0.
+	data = bytes.Clone(orig)
+	binary.LittleEndian.PutUint64(data[f.GroupsOff+packformat.GroupEntrySize:], end0-1)
+	r, err := packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)))
+	must(t, err)
+	defer r.Close()
+	if err := r.Verify(); !errors.Is(err, packreader.ErrCorrupt) {
+		t.Errorf("Verify with a group out of order: %v, want ErrCorrupt", err)
+	}
+	if _, err := r.ReadDir("d"); !errors.Is(err, packreader.ErrCorrupt) {
+		t.Errorf("ReadDir with a group out of order: %v, want ErrCorrupt", err)
+	}
+}
+
+// TestIssue16PackedTables: a compressed pack stores its tables in
+// compressed groups, smaller than them raw (a quarter here, where the
+// writer pads to MaxTablesRatio); it reads the same mapped and through
+// an io.ReaderAt, and its raw-table equivalent reads the same.
+func TestIssue16PackedTables(t *testing.T) {
+	tree := wideTree(20000)
+	var buf bytes.Buffer
+	must(t, packwriter.Write(&buf, tree, packwriter.WithCompression(3)))
+	packed := buf.Bytes()
+	raw, err := packformat.UnpackTables(packed)
+	must(t, err)
+	t.Logf("packed tables: pack of %d bytes; with raw tables %d", len(packed), len(raw))
+	if len(packed)*4 > len(raw) {
+		t.Errorf("pack of %d bytes, %d with raw tables: want under a quarter", len(packed), len(raw))
+	}
+	want := dump(t, tree)
+	for how, r := range openBoth(t, packed) {
+		must(t, r.Verify())
+		if diff := cmp.Diff(want, dump(t, r)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", how, diff)
+		}
+	}
+	// (It has no SHA-256 prefixes, which Verify asks of raw tables.)
+	for how, r := range openBoth(t, raw) {
+		if diff := cmp.Diff(want, dump(t, r)); diff != "" {
+			t.Errorf("raw tables, %s (-want +got):\n%s", how, diff)
+		}
+	}
 }

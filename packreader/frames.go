@@ -35,7 +35,7 @@ type options struct {
 }
 
 // DefaultCacheSize is the default bound of a Reader's cache of
-// decompressed frames: 512 frames of 128 KiB, allocated as frames are
+// decompressed frames: 64 frames of 1 MiB, allocated as frames are
 // read. With 8 MiB, random reads of 20,000 small files (40 MB of
 // frames) decompressed a frame for most reads, 60 times slower than
 // with all of them cached (bench/packsize).

@@ -71,12 +71,19 @@ type Reader struct {
 	// bytes from the index to the footer (see ensureBlock): filled has
 	// bit g set once group g of meta is present; filling holds the
 	// fills in progress, under fillMu.
-	lazy    bool
-	meta    []byte
-	filled  []atomic.Uint64
-	fillMu  sync.Mutex
-	filling map[uint64]chan struct{}
-	root    packformat.Record // record 0, checked at open
+	lazy bool
+	meta []byte
+	// packed: the tables are stored in groups (FlagPackedTables); dir
+	// is the group directory, tablesLen the raw tables' length, and
+	// tableAt where the check table starts in meta (a group boundary).
+	packed    bool
+	dir       []byte
+	tablesLen uint64
+	tableAt   uint64
+	filled    []atomic.Uint64
+	fillMu    sync.Mutex
+	filling   map[uint64]chan struct{}
+	root      packformat.Record // record 0, checked at open
 
 	// good and contents remember the contents checked (see
 	// checkContent): good has bit i set once record i's content matched.
@@ -108,6 +115,19 @@ func Open(name string, opts ...Option) (*Reader, error) {
 	r := &Reader{size: uint64(size), opts: makeOptions(opts)}
 	if err := r.load(f); err != nil {
 		return nil, &os.PathError{Op: "open", Path: name, Err: err}
+	}
+	if r.packed {
+		data, err := mmap(f, int(size))
+		if err != nil {
+			return nil, &os.PathError{Op: "mmap", Path: name, Err: err}
+		}
+		r.mapped, r.unmap = data, munmap
+		if err := r.openPacked(f); err != nil {
+			r.unmap(data)
+			return nil, &os.PathError{Op: "open", Path: name, Err: err}
+		}
+		r.startFrames()
+		return r, nil
 	}
 	// Block 0 holds the root record. Reading it and its CRC with pread
 	// keeps the mapping untouched until a lookup needs it.
@@ -149,10 +169,18 @@ func OpenReaderAt(ra io.ReaderAt, size int64, opts ...Option) (*Reader, error) {
 	if err := r.load(ra); err != nil {
 		return nil, err
 	}
+	if r.packed {
+		if err := r.openPacked(ra); err != nil {
+			return nil, err
+		}
+		r.startFrames()
+		return r, nil
+	}
 	// The tables' pages stay untouched until filled; the layout checks
 	// bound their size by the file's.
 	r.meta = make([]byte, r.size-r.footSz-r.footer.IndexOff)
 	r.setMeta(r.meta)
+	r.tableAt = r.tabOff - r.footer.IndexOff
 	r.lazy = true
 	r.filled = make([]atomic.Uint64, (uint64(len(r.meta))+fillSize-1)/fillSize/64+1)
 	r.filling = map[uint64]chan struct{}{}
@@ -172,6 +200,30 @@ func OpenReaderAt(ra io.ReaderAt, size int64, opts ...Option) (*Reader, error) {
 	}
 	r.startFrames()
 	return r, nil
+}
+
+// openPacked sets up a pack with packed tables, read through ra: it
+// reads the group directory, then fills group 0 and the check table's
+// first group to check the root.
+func (r *Reader) openPacked(ra io.ReaderAt) error {
+	n := packformat.Groups(r.tablesLen)
+	r.dir = make([]byte, n*packformat.GroupEntrySize)
+	if err := readFull(ra, r.dir, int64(r.footer.GroupsOff)); err != nil {
+		return err
+	}
+	r.tableAt = n * packformat.GroupSize
+	r.meta = make([]byte, r.tableAt+(r.size-r.footSz-r.tabOff))
+	r.setMeta(r.meta)
+	r.lazy = true
+	r.filled = make([]atomic.Uint64, (uint64(len(r.meta))+fillSize-1)/fillSize/64+1)
+	r.filling = map[uint64]chan struct{}{}
+	if err := r.fillGroup(0); err != nil {
+		return err
+	}
+	if err := r.fillGroup(r.tableAt / fillSize); err != nil {
+		return err
+	}
+	return r.checkRoot(r.index[:min(packformat.BlockSize, len(r.index))], binary.LittleEndian.Uint32(r.table))
 }
 
 // load reads and validates the header, the footer and the layout they
@@ -215,7 +267,9 @@ func (r *Reader) load(ra io.ReaderAt) error {
 	r.attrBase = r.frameBase + packformat.Blocks(f.FrameCount*packformat.FrameEntrySize)
 	tableLen := r.attrBase + packformat.Blocks(f.Count*packformat.AttrSize)
 	r.tabOff = f.StringsOff + f.StringsSize
-	if r.version == packformat.Version3 {
+	if r.packed {
+		r.tabOff = f.GroupsOff + packformat.Groups(r.tablesLen)*packformat.GroupEntrySize
+	} else if r.version == packformat.Version3 {
 		r.tabOff = f.AttrsOff + f.Count*packformat.AttrSize
 	} else {
 		tableLen = r.frameBase
@@ -261,6 +315,9 @@ func (r *Reader) setMeta(meta []byte) {
 		r.frames = meta[m:fe:fe]
 		r.attrs = meta[fe:ae:ae]
 		m = ae
+	}
+	if r.packed {
+		m = r.tableAt
 	}
 	r.table = meta[m:len(meta):len(meta)]
 }
@@ -316,6 +373,10 @@ func (r *Reader) init(hdr, foot []byte) error {
 		return corrupt("bad header flags %#x", flags)
 	}
 	r.zstd = flags&packformat.FlagZstd != 0
+	r.packed = flags&packformat.FlagPackedTables != 0
+	if r.packed && !r.zstd {
+		return corrupt("bad header flags %#x", flags)
+	}
 	if le.Uint32(hdr[12:]) != packformat.HeaderSize || !allZero(hdr[20:]) {
 		return corrupt("bad header")
 	}
@@ -352,6 +413,12 @@ func (r *Reader) init3(foot []byte) error {
 		return corrupt("bad footer (truncated pack?)")
 	}
 	size := r.size
+	if r.packed {
+		return r.initPacked(f)
+	}
+	if f.GroupsOff != 0 {
+		return corrupt("bad footer: group directory without packed tables")
+	}
 	// As in init, each bound keeps the sums after it far from
 	// overflowing.
 	switch {
@@ -376,6 +443,41 @@ func (r *Reader) init3(foot []byte) error {
 	return nil
 }
 
+// initPacked validates the footer of a pack with packed tables: its
+// table offsets are those of the raw tables, which it bounds by
+// MaxTablesRatio times the pack's size, since the reader allocates them.
+func (r *Reader) initPacked(f packformat.Footer) error {
+	size := r.size
+	limit := min(size, 1<<50) * packformat.MaxTablesRatio
+	switch {
+	case f.DataSize > size || f.IndexOff != packformat.HeaderSize+f.DataSize || f.IndexOff%packformat.DataAlign != 0:
+		return corrupt("bad data size %d or index offset %d", f.DataSize, f.IndexOff)
+	case f.Count == 0 || f.Count > limit/packformat.RecordSize || f.Count > 1<<32-1:
+		return corrupt("bad entry count %d", f.Count)
+	case f.FrameCount == 0 || f.FrameCount > limit/packformat.FrameEntrySize || f.FrameCount > 1<<32-1:
+		return corrupt("bad frame count %d", f.FrameCount)
+	case f.StringsSize > limit:
+		return corrupt("bad string table size %d", f.StringsSize)
+	}
+	l := packformat.TablesLayout{Count: f.Count, StringsSize: f.StringsSize, FrameCount: f.FrameCount}
+	n := l.Len()
+	switch {
+	case n > limit:
+		return corrupt("tables of %d bytes for a pack of %d", n, size)
+	case f.StringsOff != f.IndexOff+f.Count*(packformat.RecordSize+packformat.KeySize) ||
+		f.FramesOff != f.StringsOff+f.StringsSize || f.AttrsOff != f.FramesOff+f.FrameCount*packformat.FrameEntrySize:
+		return corrupt("bad table offsets")
+	case f.GroupsOff < f.IndexOff || f.GroupsOff > size ||
+		f.GroupsOff+packformat.Groups(n)*packformat.GroupEntrySize+packformat.TableSize3(f.Count, f.StringsSize, f.FrameCount)+packformat.FooterSize3 != size:
+		return corrupt("bad group directory offset %d for a file of %d bytes", f.GroupsOff, size)
+	}
+	r.footer = f
+	r.count = f.Count
+	r.dataEnd = f.IndexOff
+	r.tablesLen = n
+	return nil
+}
+
 // Version returns the pack's format version: 2 or 3.
 func (r *Reader) Version() int { return int(r.version) }
 
@@ -395,7 +497,7 @@ func (r *Reader) Close() error {
 		return &os.PathError{Op: "close", Path: "pack", Err: os.ErrClosed}
 	}
 	r.closed = true
-	r.index, r.keys, r.strs, r.table, r.frames, r.attrs, r.meta = nil, nil, nil, nil, nil, nil, nil
+	r.index, r.keys, r.strs, r.table, r.frames, r.attrs, r.meta, r.dir = nil, nil, nil, nil, nil, nil, nil, nil
 	r.closeFrames()
 	if r.mapped != nil {
 		m := r.mapped
