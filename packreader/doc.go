@@ -101,9 +101,9 @@
 //   - DirEntry.Info of an entry from ReadDir decodes the entry when called,
 //     as os does, and fails with fs.ErrClosed after Close.
 //   - A Reader of a compressed pack keeps up to [DefaultCacheSize] (64 MiB)
-//     of decompressed frames unless told otherwise ([WithCacheSize]); its
-//     tables are not compressed, so a tree of many tiny files packs larger
-//     than squashfs makes it (FORMAT.md, Known limits).
+//     of decompressed frames unless told otherwise ([WithCacheSize]), and
+//     holds the tables it has read (decompressed, for a compressed pack)
+//     until Close, in a buffer of their raw size.
 //   - FileInfo.Sys decodes the entry's owner and inode when called, and
 //     returns nil after Close.
 package packreader
