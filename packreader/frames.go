@@ -43,7 +43,9 @@ const DefaultCacheSize = 64 << 20
 
 // WithCacheSize bounds the bytes of decompressed frames a Reader of a
 // compressed pack keeps (DefaultCacheSize without it). A bound below one
-// frame keeps none: every read decompresses what it touches.
+// frame (1 MiB in packs written now, 128 KiB before) keeps none: every
+// read decompresses the frames it touches, which makes small reads of a
+// compressed pack many times slower.
 func WithCacheSize(n int64) Option { return func(o *options) { o.cacheSize = n } }
 
 func makeOptions(opts []Option) options {
