@@ -2,6 +2,7 @@ package packreader_test
 
 import (
 	"bytes"
+	"github.com/packfs/packfs/internal/packformat"
 	"io/fs"
 	"path/filepath"
 	"testing"
@@ -59,7 +60,7 @@ func TestConformanceReadOnlyCompressedReaderAt(t *testing.T) {
 		if err := packwriter.Write(&buf, m.Snapshot(), packwriter.WithCompression(3)); err != nil {
 			t.Fatal(err)
 		}
-		r, err := packreader.OpenReaderAt(bytes.NewReader(buf.Bytes()), int64(buf.Len()), packreader.WithCacheSize(128<<10))
+		r, err := packreader.OpenReaderAt(bytes.NewReader(buf.Bytes()), int64(buf.Len()), packreader.WithCacheSize(packformat.ZstdFrameSize)) // one frame: evictions on every other frame
 		if err != nil {
 			t.Fatal(err)
 		}

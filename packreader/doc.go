@@ -5,7 +5,9 @@
 //
 // [Open] maps a pack file into memory (mmap) and validates it; [OpenReaderAt]
 // serves the same format through any io.ReaderAt, such as an object-store
-// client, without mmap. The [Reader] implements fs.FS, fs.ReadDirFS,
+// client, without mmap: it reads the header, the footer and the root
+// block at open, and the tables on first touch, 64 KiB at a time, so that
+// opening a pack of a million entries in a bucket costs a few KiB. The [Reader] implements fs.FS, fs.ReadDirFS,
 // fs.ReadFileFS, fs.StatFS, fs.ReadLinkFS, fs.SubFS and fs.GlobFS. Its files
 // implement io.ReaderAt, io.Seeker and io.WriterTo, and directories
 // fs.ReadDirFile. Errors are *fs.PathError wrapping the sentinel os would
@@ -100,9 +102,9 @@
 //   - DirEntry.Info of an entry from ReadDir decodes the entry when called,
 //     as os does, and fails with fs.ErrClosed after Close.
 //   - A Reader of a compressed pack keeps up to [DefaultCacheSize] (64 MiB)
-//     of decompressed frames unless told otherwise ([WithCacheSize]); its
-//     tables are not compressed, so a tree of many tiny files packs larger
-//     than squashfs makes it (FORMAT.md, Known limits).
+//     of decompressed frames unless told otherwise ([WithCacheSize]), and
+//     holds the tables it has read (decompressed, for a compressed pack)
+//     until Close, in a buffer of their raw size.
 //   - FileInfo.Sys decodes the entry's owner and inode when called, and
 //     returns nil after Close.
 package packreader

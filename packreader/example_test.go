@@ -66,8 +66,8 @@ func ExampleWithCacheSize() {
 	if err := packwriter.Write(&buf, tree, packwriter.WithCompression(3)); err != nil {
 		log.Fatal(err)
 	}
-	// Keep at most 4 decompressed frames of 64 KiB.
-	r, err := packreader.OpenReaderAt(bytes.NewReader(buf.Bytes()), int64(buf.Len()), packreader.WithCacheSize(256<<10))
+	// Keep at most 4 decompressed frames of 1 MiB.
+	r, err := packreader.OpenReaderAt(bytes.NewReader(buf.Bytes()), int64(buf.Len()), packreader.WithCacheSize(4<<20))
 	if err != nil {
 		log.Fatal(err)
 	}

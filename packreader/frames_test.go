@@ -40,6 +40,10 @@ func textish(seed uint64, n int) []byte {
 // framesOf decodes the frame table of a format-3 pack.
 func framesOf(t *testing.T, data []byte) (packformat.Footer, []packformat.Frame) {
 	t.Helper()
+	data, err := packformat.UnpackTables(data)
+	if err != nil {
+		t.Fatal(err)
+	}
 	f, ok := packformat.DecodeFooter3(data[len(data)-packformat.FooterSize3:])
 	if !ok {
 		t.Fatal("not a format-3 footer")
@@ -203,7 +207,9 @@ func TestIssue16DamagedFrame(t *testing.T) {
 func TestIssue16CraftedFrameHeader(t *testing.T) {
 	var buf bytes.Buffer
 	must(t, packwriter.Write(&buf, fstest.MapFS{"f": {Data: textish(3, 40000)}}, packwriter.WithCompression(3)))
-	data := buf.Bytes()
+	// The frame table is edited in place: in raw tables.
+	data, err := packformat.UnpackTables(buf.Bytes())
+	must(t, err)
 	ft, frames := framesOf(t, data)
 	// A frame of a MaxFrame of zeros compresses to a few bytes: put it
 	// where the real frame was, and fix the checksums around it.
@@ -245,7 +251,7 @@ func TestIssue16SharedFrames(t *testing.T) {
 	for i := range 1000 {
 		tree[fmt.Sprintf("d%d/f%03d", i%10, i)] = &fstest.MapFile{Data: textish(uint64(i), 100)}
 	}
-	noise := make([]byte, 50000)
+	noise := make([]byte, 2*packformat.ZstdFrameSize)
 	rand.NewChaCha8([32]byte{5}).Read(noise)
 	tree["noise"] = &fstest.MapFile{Data: noise}
 	var buf bytes.Buffer
@@ -257,7 +263,7 @@ func TestIssue16SharedFrames(t *testing.T) {
 			raw++
 		}
 	}
-	if len(frames) > 6 || raw != 1 {
+	if len(frames) > 6 || raw < 1 {
 		t.Errorf("%d frames (%d raw) for 1000 small files and one of noise", len(frames)-1, raw)
 	}
 	r, err := packreader.OpenReaderAt(bytes.NewReader(buf.Bytes()), int64(buf.Len()))

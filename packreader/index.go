@@ -140,6 +140,29 @@ func (r *Reader) nameAt(i uint64) ([]byte, error) {
 	return r.strs[off : off+n : off+n], nil
 }
 
+// keyResident reports whether key i is in memory (lazy packs only).
+func (r *Reader) keyResident(i uint64) bool {
+	k := r.count*packformat.RecordSize + i*packformat.KeySize
+	return r.metaFilled(k, k+packformat.KeySize)
+}
+
+// nameResident reports whether record i's index block and the
+// string-table blocks of its name are in memory (lazy packs only).
+func (r *Reader) nameResident(i uint64) bool {
+	ib := i * packformat.RecordSize
+	if !r.metaFilled(ib, ib+packformat.RecordSize) {
+		return false
+	}
+	b := r.index[ib:]
+	off := uint64(binary.LittleEndian.Uint32(b[4:]))
+	n := uint64(binary.LittleEndian.Uint16(b[8:]))
+	if n == 0 || off+n > uint64(len(r.strs)) {
+		return false
+	}
+	so := r.footer.StringsOff - r.footer.IndexOff
+	return r.metaFilled(so+off, so+off+n)
+}
+
 func compareName(b []byte, s string) int {
 	n := min(len(b), len(s))
 	for i := range n {
@@ -174,12 +197,21 @@ func (r *Reader) lookup(d uint64, dr packformat.Record, name string) (uint64, pa
 	all := r.allChecked.Load()
 	for lo < hi {
 		m := lo + (hi-lo)/2
+		byName := false
 		if kb := r.keyBase + m/keysPerBlock; !all && !r.isChecked(kb) {
-			if err := r.checkBlockSlow(kb); err != nil {
-				return 0, packformat.Record{}, false, err
+			// A pack read through an io.ReaderAt compares names already
+			// in memory rather than fetch keys, which only steer.
+			byName = r.lazy && !r.keyResident(m) && r.nameResident(m)
+			if !byName {
+				if err := r.checkBlockSlow(kb); err != nil {
+					return 0, packformat.Record{}, false, err
+				}
 			}
 		}
-		c := cmp.Compare(binary.BigEndian.Uint64(keys[m*packformat.KeySize:m*packformat.KeySize+packformat.KeySize]), key)
+		c := 0
+		if !byName {
+			c = cmp.Compare(binary.BigEndian.Uint64(keys[m*packformat.KeySize:m*packformat.KeySize+packformat.KeySize]), key)
+		}
 		if c == 0 {
 			nb, err := r.nameAt(m)
 			if err != nil {

@@ -32,9 +32,9 @@ func namedPack(t *testing.T) []byte {
 func refooter(pack []byte, pos, size uint64, first uint32) []byte {
 	p := bytes.Clone(pack)
 	foot := p[len(p)-packformat.FooterSize3:]
-	binary.LittleEndian.PutUint64(foot[80:], pos)
-	binary.LittleEndian.PutUint64(foot[88:], size)
-	binary.LittleEndian.PutUint32(foot[96:], first)
+	binary.LittleEndian.PutUint64(foot[88:], pos)
+	binary.LittleEndian.PutUint64(foot[96:], size)
+	binary.LittleEndian.PutUint32(foot[104:], first)
 	crc := crc32.Update(0, packformat.Castagnoli, p[:packformat.HeaderSize])
 	crc = crc32.Update(crc, packformat.Castagnoli, foot[:packformat.FooterCRCLen3])
 	binary.LittleEndian.PutUint32(foot[112:], crc)

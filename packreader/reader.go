@@ -68,7 +68,23 @@ type Reader struct {
 	checked    []atomic.Uint64
 	nChecked   atomic.Uint64
 	allChecked atomic.Bool
-	root       packformat.Record // record 0, checked at open
+	// lazy says the tables are read on first touch into meta, the
+	// bytes from the index to the footer (see ensureBlock): filled has
+	// bit g set once group g of meta is present; filling holds the
+	// fills in progress, under fillMu.
+	lazy bool
+	meta []byte
+	// packed: the tables are stored in groups (FlagPackedTables); dir
+	// is the group directory, tablesLen the raw tables' length, and
+	// tableAt where the check table starts in meta (a group boundary).
+	packed    bool
+	dir       []byte
+	tablesLen uint64
+	tableAt   uint64
+	filled    []atomic.Uint64
+	fillMu    sync.Mutex
+	filling   map[uint64]chan struct{}
+	root      packformat.Record // record 0, checked at open
 
 	// good and contents remember the contents checked (see
 	// checkContent): good has bit i set once record i's content matched.
@@ -101,6 +117,19 @@ func Open(name string, opts ...Option) (*Reader, error) {
 	if err := r.load(f); err != nil {
 		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
+	if r.packed {
+		data, err := mmap(f, int(size))
+		if err != nil {
+			return nil, &os.PathError{Op: "mmap", Path: name, Err: err}
+		}
+		r.mapped, r.unmap = data, munmap
+		if err := r.openPacked(f); err != nil {
+			r.unmap(data)
+			return nil, &os.PathError{Op: "open", Path: name, Err: err}
+		}
+		r.startFrames()
+		return r, nil
+	}
 	// Block 0 holds the root record. Reading it and its CRC with pread
 	// keeps the mapping untouched until a lookup needs it.
 	b0 := make([]byte, min(packformat.BlockSize, r.count*packformat.RecordSize)+packformat.CRCSize)
@@ -126,10 +155,13 @@ func Open(name string, opts ...Option) (*Reader, error) {
 }
 
 // OpenReaderAt serves the pack of size bytes read through ra, without
-// mmap. It reads the index, key, string and check tables into memory (at
-// most size bytes) and validates the pack as Open does, checking blocks
-// as reads touch them; contents are read through ra on demand. The caller
-// keeps ra open until Close and closes it after.
+// mmap. It reads the header, the footer, index block 0 and its
+// check-table entry, and validates the pack as Open does. The index, key,
+// string and other tables are read through ra on first touch, 64 KiB of
+// one table at a time, each 4 KiB block checked against its CRC-32C
+// before use, into a buffer of the tables' size (bounded by size);
+// contents are read through ra on demand. The caller keeps ra open until
+// Close and closes it after.
 func OpenReaderAt(ra io.ReaderAt, size int64, opts ...Option) (*Reader, error) {
 	if size < 0 {
 		return nil, corrupt("negative size %d", size)
@@ -138,16 +170,61 @@ func OpenReaderAt(ra io.ReaderAt, size int64, opts ...Option) (*Reader, error) {
 	if err := r.load(ra); err != nil {
 		return nil, err
 	}
-	meta := make([]byte, r.size-r.footSz-r.footer.IndexOff)
-	if err := readFull(ra, meta, int64(r.footer.IndexOff)); err != nil {
+	if r.packed {
+		if err := r.openPacked(ra); err != nil {
+			return nil, err
+		}
+		r.startFrames()
+		return r, nil
+	}
+	// The tables' pages stay untouched until filled; the layout checks
+	// bound their size by the file's.
+	r.meta = make([]byte, r.size-r.footSz-r.footer.IndexOff)
+	r.setMeta(r.meta)
+	r.tableAt = r.tabOff - r.footer.IndexOff
+	r.lazy = true
+	r.filled = make([]atomic.Uint64, (uint64(len(r.meta))+fillSize-1)/fillSize/64+1)
+	r.filling = map[uint64]chan struct{}{}
+	// Block 0 and its CRC are read aside: meta is written by fills only.
+	// The block is checked again when its group is filled.
+	b0 := make([]byte, min(packformat.BlockSize, len(r.index))+packformat.CRCSize)
+	crc0 := b0[len(b0)-packformat.CRCSize:]
+	b0 = b0[:len(b0)-packformat.CRCSize]
+	if err := readFull(ra, b0, int64(r.footer.IndexOff)); err != nil {
 		return nil, err
 	}
-	r.setMeta(meta)
-	if err := r.checkRoot(r.index[:min(packformat.BlockSize, len(r.index))], binary.LittleEndian.Uint32(r.table)); err != nil {
+	if err := readFull(ra, crc0, int64(r.tabOff)); err != nil {
+		return nil, err
+	}
+	if err := r.checkRoot(b0, binary.LittleEndian.Uint32(crc0)); err != nil {
 		return nil, err
 	}
 	r.startFrames()
 	return r, nil
+}
+
+// openPacked sets up a pack with packed tables, read through ra: it
+// reads the group directory, then fills group 0 and the check table's
+// first group to check the root.
+func (r *Reader) openPacked(ra io.ReaderAt) error {
+	n := packformat.Groups(r.tablesLen)
+	r.dir = make([]byte, n*packformat.GroupEntrySize)
+	if err := readFull(ra, r.dir, int64(r.footer.GroupsOff)); err != nil {
+		return err
+	}
+	r.tableAt = n * packformat.GroupSize
+	r.meta = make([]byte, r.tableAt+(r.size-r.footSz-r.tabOff))
+	r.setMeta(r.meta)
+	r.lazy = true
+	r.filled = make([]atomic.Uint64, (uint64(len(r.meta))+fillSize-1)/fillSize/64+1)
+	r.filling = map[uint64]chan struct{}{}
+	if err := r.fillGroup(0); err != nil {
+		return err
+	}
+	if err := r.fillGroup(r.tableAt / fillSize); err != nil {
+		return err
+	}
+	return r.checkRoot(r.index[:min(packformat.BlockSize, len(r.index))], binary.LittleEndian.Uint32(r.table))
 }
 
 // load reads and validates the header, the footer and the layout they
@@ -191,7 +268,9 @@ func (r *Reader) load(ra io.ReaderAt) error {
 	r.attrBase = r.frameBase + packformat.Blocks(f.FrameCount*packformat.FrameEntrySize)
 	tableLen := r.attrBase + packformat.Blocks(f.Count*packformat.AttrSize)
 	r.tabOff = f.StringsOff + f.StringsSize
-	if r.version == packformat.Version3 {
+	if r.packed {
+		r.tabOff = f.GroupsOff + packformat.Groups(r.tablesLen)*packformat.GroupEntrySize
+	} else if r.version == packformat.Version3 {
 		r.tabOff = f.AttrsOff + f.Count*packformat.AttrSize
 	} else {
 		tableLen = r.frameBase
@@ -216,7 +295,9 @@ func (r *Reader) checkRoot(b []byte, crc uint32) error {
 		return corrupt("root is not a directory")
 	}
 	r.root = root
-	r.markChecked(0)
+	if !r.lazy {
+		r.markChecked(0)
+	}
 	return nil
 }
 
@@ -235,6 +316,9 @@ func (r *Reader) setMeta(meta []byte) {
 		r.frames = meta[m:fe:fe]
 		r.attrs = meta[fe:ae:ae]
 		m = ae
+	}
+	if r.packed {
+		m = r.tableAt
 	}
 	r.table = meta[m:len(meta):len(meta)]
 }
@@ -290,6 +374,10 @@ func (r *Reader) init(hdr, foot []byte) error {
 		return corrupt("bad header flags %#x", flags)
 	}
 	r.zstd = flags&packformat.FlagZstd != 0
+	r.packed = flags&packformat.FlagPackedTables != 0
+	if r.packed && !r.zstd {
+		return corrupt("bad header flags %#x", flags)
+	}
 	if le.Uint32(hdr[12:]) != packformat.HeaderSize || !allZero(hdr[20:]) {
 		return corrupt("bad header")
 	}
@@ -326,6 +414,12 @@ func (r *Reader) init3(foot []byte) error {
 		return corrupt("bad footer (truncated pack?)")
 	}
 	size := r.size
+	if r.packed {
+		return r.initPacked(f)
+	}
+	if f.GroupsOff != 0 {
+		return corrupt("bad footer: group directory without packed tables")
+	}
 	// As in init, each bound keeps the sums after it far from
 	// overflowing.
 	switch {
@@ -354,6 +448,41 @@ func (r *Reader) init3(foot []byte) error {
 	return nil
 }
 
+// initPacked validates the footer of a pack with packed tables: its
+// table offsets are those of the raw tables, which it bounds by
+// MaxTablesRatio times the pack's size, since the reader allocates them.
+func (r *Reader) initPacked(f packformat.Footer) error {
+	size := r.size
+	limit := min(size, 1<<50) * packformat.MaxTablesRatio
+	switch {
+	case f.DataSize > size || f.IndexOff != packformat.HeaderSize+f.DataSize || f.IndexOff%packformat.DataAlign != 0:
+		return corrupt("bad data size %d or index offset %d", f.DataSize, f.IndexOff)
+	case f.Count == 0 || f.Count > limit/packformat.RecordSize || f.Count > 1<<32-1:
+		return corrupt("bad entry count %d", f.Count)
+	case f.FrameCount == 0 || f.FrameCount > limit/packformat.FrameEntrySize || f.FrameCount > 1<<32-1:
+		return corrupt("bad frame count %d", f.FrameCount)
+	case f.StringsSize > limit:
+		return corrupt("bad string table size %d", f.StringsSize)
+	}
+	l := packformat.TablesLayout{Count: f.Count, StringsSize: f.StringsSize, FrameCount: f.FrameCount}
+	n := l.Len()
+	switch {
+	case n > limit:
+		return corrupt("tables of %d bytes for a pack of %d", n, size)
+	case f.StringsOff != f.IndexOff+f.Count*(packformat.RecordSize+packformat.KeySize) ||
+		f.FramesOff != f.StringsOff+f.StringsSize || f.AttrsOff != f.FramesOff+f.FrameCount*packformat.FrameEntrySize:
+		return corrupt("bad table offsets")
+	case f.GroupsOff < f.IndexOff || f.GroupsOff > size ||
+		f.GroupsOff+packformat.Groups(n)*packformat.GroupEntrySize+packformat.TableSize3(f.Count, f.StringsSize, f.FrameCount)+packformat.FooterSize3 != size:
+		return corrupt("bad group directory offset %d for a file of %d bytes", f.GroupsOff, size)
+	}
+	r.footer = f
+	r.count = f.Count
+	r.dataEnd = f.IndexOff
+	r.tablesLen = n
+	return nil
+}
+
 // Version returns the pack's format version: 2 or 3.
 func (r *Reader) Version() int { return int(r.version) }
 
@@ -373,7 +502,7 @@ func (r *Reader) Close() error {
 		return &os.PathError{Op: "close", Path: "pack", Err: os.ErrClosed}
 	}
 	r.closed = true
-	r.index, r.keys, r.strs, r.table, r.frames, r.attrs = nil, nil, nil, nil, nil, nil
+	r.index, r.keys, r.strs, r.table, r.frames, r.attrs, r.meta, r.dir = nil, nil, nil, nil, nil, nil, nil, nil
 	r.closeFrames()
 	if r.mapped != nil {
 		m := r.mapped

@@ -19,6 +19,10 @@ import (
 // are unique in these tests' trees).
 func offsets(t *testing.T, pack []byte) map[string]uint64 {
 	t.Helper()
+	pack, err := packformat.UnpackTables(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
 	f := packformat.DecodeFooter(pack[len(pack)-packformat.FooterSize:])
 	if pack[8] == packformat.Version3 {
 		f, _ = packformat.DecodeFooter3(pack[len(pack)-packformat.FooterSize3:])

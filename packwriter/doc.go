@@ -16,8 +16,10 @@
 // # Compression, holes, owners and hard links
 //
 // Packs are written in format 3 unless [WithFormat] asks for 2. Format 3
-// cuts contents into frames of 64 KiB (128 KiB when compressed), each
-// checked by its own CRC-32C.
+// cuts contents into frames of 64 KiB (1 MiB when compressed), each
+// checked by its own CRC-32C. A compressed pack also stores its tables
+// (index, names, frames, owners) in compressed 64 KiB groups, and keeps
+// no SHA-256 prefix per file (packreader/FORMAT.md, "Packed tables").
 // [WithCompression] compresses them with zstd (github.com/klauspost/compress)
 // on as many goroutines as GOMAXPROCS: small files share frames and
 // compress together (squashfs's fragments), a frame that does not shrink

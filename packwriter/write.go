@@ -42,12 +42,13 @@ type config struct {
 
 // WithCompression makes Write compress the pack's contents with zstd at
 // level (1 to 22, as the zstd command counts; 3 is zstd's default): contents are
-// cut into frames of 128 KiB, small files grouped into shared frames, and
+// cut into frames of 1 MiB, small files grouped into shared frames, and
 // each frame is compressed on its own, on as many goroutines as
 // GOMAXPROCS, and stored raw when that does not make it smaller. Level 0
 // stores everything raw, as without the option. The level is mapped to
 // the nearest of the four speeds github.com/klauspost/compress/zstd has
-// (1; 2 to 5; 6 to 9; 10 and over).
+// (1; 2 to 5; 6 to 9; 10 and over). The tables are compressed too, in
+// groups of 64 KiB, and records keep no SHA-256 prefix.
 func WithCompression(level int) Option {
 	return func(c *config) {
 		if level < 0 || level > 22 {
@@ -207,7 +208,7 @@ func Write(w io.Writer, fsys fs.FS, opts ...Option) error {
 func (w *writer) header() packformat.Header {
 	h := packformat.Header{Version: uint32(w.c.format)}
 	if w.v3 && w.st.zstd {
-		h.Flags = packformat.FlagZstd
+		h.Flags = packformat.FlagZstd | packformat.FlagPackedTables
 	}
 	return h
 }
@@ -605,7 +606,12 @@ func (w *writer) remember(sum [32]byte, head int, off, size uint64, p string, fr
 }
 
 func (w *writer) setFile(k *node, sum [32]byte, crc uint32, size uint64) {
-	copy(k.rec.Sum[:], sum[:])
+	if !w.packed() {
+		// Packed tables keep no SHA-256 prefix: 16 bytes a file that no
+		// compressor shrinks, where each frame's CRC-32C checks every
+		// stored byte.
+		copy(k.rec.Sum[:], sum[:])
+	}
 	k.rec.CRC = crc
 	k.rec.Size = size
 	w.logical += size
@@ -935,7 +941,13 @@ func (w *writer) finish(root *node) error {
 		block = make([]byte, 0, packformat.BlockSize)
 		attrs []byte
 		links = newLinks()
+		// packed: the tables, kept to be stored in groups
+		packed = w.packed()
+		tables []byte
 	)
+	if packed {
+		tables = make([]byte, 0, count*packformat.RecordSize)
+	}
 	if w.v3 {
 		attrs = make([]byte, count*packformat.AttrSize)
 	}
@@ -967,7 +979,9 @@ func (w *writer) finish(root *node) error {
 		n.rec.Put(block[len(block)-packformat.RecordSize:])
 		if len(block) == packformat.BlockSize {
 			table = binary.LittleEndian.AppendUint32(table, crc32.Checksum(block, packformat.Castagnoli))
-			if _, err := w.out.Write(block); err != nil {
+			if packed {
+				tables = append(tables, block...)
+			} else if _, err := w.out.Write(block); err != nil {
 				return err
 			}
 			block = block[:0]
@@ -989,7 +1003,9 @@ func (w *writer) finish(root *node) error {
 	}
 	if len(block) > 0 {
 		table = binary.LittleEndian.AppendUint32(table, crc32.Checksum(block, packformat.Castagnoli))
-		if _, err := w.out.Write(block); err != nil {
+		if packed {
+			tables = append(tables, block...)
+		} else if _, err := w.out.Write(block); err != nil {
 			return err
 		}
 	}
@@ -1009,7 +1025,33 @@ func (w *writer) finish(root *node) error {
 			table = binary.LittleEndian.AppendUint32(table, crc32.Checksum(b[:n], packformat.Castagnoli))
 			b = b[n:]
 		}
-		if _, err := w.out.Write(region); err != nil {
+		if packed {
+			tables = append(tables, region...)
+		} else if _, err := w.out.Write(region); err != nil {
+			return err
+		}
+	}
+	var groupsOff uint64
+	if packed {
+		l := packformat.TablesLayout{Count: count, StringsSize: uint64(len(strs)), FrameCount: uint64(len(w.st.frames))}
+		groups, err := w.packGroups(tables, l)
+		if err != nil {
+			return err
+		}
+		// A reader refuses raw tables over MaxTablesRatio times the
+		// pack's size: pad the data region with zeros up to that.
+		size := indexOff + uint64(len(table)) + packformat.FooterSize3
+		for _, g := range groups {
+			size += uint64(len(g)) + packformat.GroupEntrySize
+		}
+		if need := (l.Len() + packformat.MaxTablesRatio - 1) / packformat.MaxTablesRatio; need > size {
+			pad := packformat.Align(need - size)
+			if _, err := w.out.Write(make([]byte, pad)); err != nil {
+				return err
+			}
+			indexOff += pad
+		}
+		if groupsOff, err = w.writeGroups(groups, indexOff); err != nil {
 			return err
 		}
 	}
@@ -1031,6 +1073,7 @@ func (w *writer) finish(root *node) error {
 		f.FrameCount = uint64(len(w.st.frames))
 		f.AttrsOff = f.FramesOff + uint64(len(frames))
 		f.Stream = w.st.pos
+		f.GroupsOff = groupsOff
 		f.NamesPos, f.NamesSize, f.NamesFirst = namesPos, namesSize, namesFirst
 		fb = f.Encode3()
 		f.CRC = crc32.Update(crc, packformat.Castagnoli, fb[:packformat.FooterCRCLen3])

@@ -9,10 +9,14 @@
 // variables it falls back to), or from a minio-go client ([NewBucket]).
 // [Bucket.OpenObject] gives an [Object], an io.ReaderAt over one object;
 // [Bucket.OpenPack] serves a pack in the bucket as an fs.FS through
-// packreader. [Bucket.UploadPack] uploads a pack, recording where its
-// index starts in the object's metadata so that opening it costs two
-// requests: the first block (which also tells the size and ETag) and
-// everything from the index to the end.
+// packreader. [Bucket.UploadPack] uploads a pack, recording in the
+// object's metadata where its index starts, its footer and its check
+// table's first entry, so that opening it costs two requests whatever
+// its size: the first 4 KiB (which also tell the size and ETag, and
+// carry the metadata) and the root block, 4 KiB at the index (all the
+// tables if they are at most 256 KiB). The tables are then fetched on
+// first touch, 64 KiB of a table at a time, each 4 KiB block checked
+// against its CRC-32C before use (see packreader.OpenReaderAt).
 //
 // # Caching and requests
 //
@@ -23,10 +27,10 @@
 // serves do not count) gets a window fetched ahead of it, doubling from
 // one block up to Options.ReadAhead and an eighth of the cache, and
 // once it is halfway through the window before the last one fetched,
-// the next is fetched in the background. A
-// read larger than half the cache goes around it. The open's two
-// requests are byte ranges, the first 4 KiB and the index to the end,
-// outside the cache.
+// the next is fetched in the background (reads past that window are
+// another reader's and start none). A read larger than half the cache
+// goes around it. The open's two requests are byte ranges, the first
+// 4 KiB and the root block, outside the cache.
 //
 // With Options.CacheDir (or cache_dir in the URL) fetched blocks are
 // also kept in a local directory, bounded by Options.CacheDirBytes and
@@ -80,10 +84,9 @@
 //
 // # Caveats
 //
-//   - packreader.OpenReaderAt reads the pack's index, key, string and
-//     check tables into memory at open, so the second request of an open
-//     carries all of them; blocks are checked on first touch as with a
-//     mapped pack, but not fetched on first touch.
+//   - The tables a pack reader fetched stay in its memory until Close
+//     (a buffer of the tables' size, whose pages are touched only as
+//     they are fetched), besides the Object's cache.
 //   - A block damaged in its first fetch fails the reads the pack's
 //     checks cover; the content it belongs to stays failed in that open
 //     pack (packreader remembers a bad content): open the pack again.

@@ -65,12 +65,13 @@ type Object struct {
 	window    int64            // read-ahead window, bytes
 	nextFetch int64            // the block after the last fetch's
 	mark      int64            // a read reaching this block fetches the next window
-	// head is the open's first response, kept; tail the bytes Prefetch
-	// fetched, served until a read from its start (the pack's index
-	// and tables) takes them. Neither is cut into blocks: they serve
-	// reads that lie inside them.
-	head, tail *span
-	closed     atomic.Bool
+	// head is the open's first response, kept; spans the ranges
+	// Prefetch fetched, each served until a read from its start takes
+	// it, and those Seed gave, kept. None is cut into blocks: they
+	// serve reads that lie inside them.
+	head   *span
+	spans  []*span
+	closed atomic.Bool
 }
 
 type block struct {
@@ -89,10 +90,11 @@ type fetch struct {
 
 // span is a fetched byte range.
 type span struct {
-	off  int64
-	done chan struct{}
-	data []byte
-	err  error
+	off, n int64
+	once   bool // dropped once a read from off takes it
+	done   chan struct{}
+	data   []byte
+	err    error
 }
 
 // headSize is what the open's request fetches: the pack's header, and
@@ -161,7 +163,7 @@ func (b *Bucket) OpenObject(ctx context.Context, key string) (*Object, error) {
 	}
 	done := make(chan struct{})
 	close(done)
-	o.head = &span{off: 0, done: done, data: first}
+	o.head = &span{off: 0, n: int64(len(first)), done: done, data: first}
 	if b.disk != nil {
 		o.id = objectID(b.core.EndpointURL().String(), b.name, key, o.etag, o.bs)
 	}
@@ -203,7 +205,7 @@ func (o *Object) Close() error {
 	}
 	o.stop()
 	o.mu.Lock()
-	o.cache, o.cached, o.head, o.tail = map[int64]*list.Element{}, 0, nil, nil
+	o.cache, o.cached, o.head, o.spans = map[int64]*list.Element{}, 0, nil, nil
 	o.lru.Init()
 	o.mu.Unlock()
 	return nil
@@ -367,8 +369,9 @@ func (o *Object) plan(b0, b1, off int64) ([]wait, error) {
 		b = min(hi, b1)
 	}
 	// A sequential reader that reached the mark gets the next window
-	// fetched in the background.
-	if o.window > 0 && b1 >= o.mark && o.nextFetch <= last && o.missing(o.nextFetch) {
+	// fetched in the background; a read past the window is another
+	// reader's (a pack's tables are read as several streams at once).
+	if o.window > 0 && b1 >= o.mark && b1 < o.nextFetch && o.nextFetch <= last && o.missing(o.nextFetch) {
 		o.window = min(2*o.window, o.maxWindow())
 		lo := o.nextFetch
 		hi := lo
@@ -440,46 +443,71 @@ func (o *Object) direct(ctx context.Context, p []byte, lo, n int64) error {
 	}
 }
 
-// Prefetch starts one request for the bytes from off to the end of the
-// object, which serve the reads inside them until one from off takes
-// them: what opening a pack does once it knows where its index starts.
-func (o *Object) Prefetch(off int64) {
-	if off <= 0 || off >= o.size {
+// Prefetch starts one request for the n bytes from off (cut at the
+// object's end), which serve the reads inside them until Close if keep,
+// else until one from off takes them: what opening a pack does once it
+// knows where its index starts.
+func (o *Object) Prefetch(off, n int64, keep bool) {
+	if off <= 0 || off >= o.size || n <= 0 {
 		return
 	}
+	n = min(n, o.size-off)
+	sp := &span{off: off, n: n, once: !keep, done: make(chan struct{})}
 	o.mu.Lock()
-	if o.tail != nil {
-		o.mu.Unlock()
-		return
-	}
-	sp := &span{off: off, done: make(chan struct{})}
-	o.tail = sp
+	o.spans = append(o.spans, sp)
 	o.mu.Unlock()
 	go func() {
-		buf := make([]byte, o.size-off)
+		buf := make([]byte, n)
 		sp.err = o.b.retry(o.ctx, func(actx context.Context) error { return o.get(actx, buf, off) })
 		if sp.err == nil {
 			sp.data = buf
+		} else {
+			o.drop(sp)
 		}
-		o.mu.Lock()
-		if sp.err != nil && o.tail == sp {
-			o.tail = nil
-		}
-		o.mu.Unlock()
 		close(sp.done)
 	}()
 }
 
-// fromSpan serves [off, off+len(p)) from the head or the tail if one
-// holds it, reporting whether it did.
+// Seed serves the reads that lie inside data, the bytes at off, from
+// data, which the caller vouches for as this object's (they came with
+// its metadata, under its ETag); the pack's own checks still apply.
+func (o *Object) Seed(off int64, data []byte) {
+	if off < 0 || off+int64(len(data)) > o.size || len(data) == 0 {
+		return
+	}
+	done := make(chan struct{})
+	close(done)
+	o.mu.Lock()
+	o.spans = append(o.spans, &span{off: off, n: int64(len(data)), done: done, data: data})
+	o.mu.Unlock()
+}
+
+func (o *Object) drop(sp *span) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i, s := range o.spans {
+		if s == sp {
+			o.spans = append(o.spans[:i:i], o.spans[i+1:]...)
+			return
+		}
+	}
+}
+
+// fromSpan serves [off, off+len(p)) from the head or a span that holds
+// it, reporting whether it did.
 func (o *Object) fromSpan(ctx context.Context, p []byte, off int64) (bool, error) {
 	o.mu.Lock()
 	var sp *span
 	end := off + int64(len(p))
-	if h := o.head; h != nil && end <= int64(len(h.data)) {
+	if h := o.head; h != nil && end <= h.n {
 		sp = h
-	} else if t := o.tail; t != nil && off >= t.off {
-		sp = t
+	} else {
+		for _, s := range o.spans {
+			if off >= s.off && end <= s.off+s.n {
+				sp = s
+				break
+			}
+		}
 	}
 	o.mu.Unlock()
 	if sp == nil {
@@ -490,16 +518,12 @@ func (o *Object) fromSpan(ctx context.Context, p []byte, off int64) (bool, error
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}
-	if sp.err != nil || off+int64(len(p)) > sp.off+int64(len(sp.data)) {
+	if sp.err != nil || sp.data == nil {
 		return false, nil // failed: the blocks' way tries again
 	}
 	copy(p, sp.data[off-sp.off:])
-	if sp != o.head && off == sp.off {
-		o.mu.Lock()
-		if o.tail == sp {
-			o.tail = nil
-		}
-		o.mu.Unlock()
+	if sp.once && off == sp.off {
+		o.drop(sp)
 	}
 	return true, nil
 }

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -21,20 +22,36 @@ type Pack struct {
 	obj *Object
 }
 
+// wholeTables is the size of the tables (index to end) up to which an
+// open fetches them whole, in its second request: below it, latency
+// costs more than bytes.
+const wholeTables = 256 << 10
+
 // OpenPack opens the pack at key. It costs two requests when the pack
 // was uploaded by this package (UploadPack, or packfs pack DIR s3://…):
-// the first block, which carries the size, the ETag and the index's
-// offset in the object's metadata, and one for everything from the
-// index to the end; one if the pack fits in a block; three for a pack
-// uploaded otherwise. ctx bounds every read of the pack until Close.
+// the first 4 KiB, which carry the header, the size, the ETag, and in
+// the object's metadata the index's offset, the footer and the root
+// block's check-table entry; and the root block, 4 KiB at the index's
+// offset (all the tables if they are at most 256 KiB). One if the pack
+// fits in 4 KiB; three or four for a pack
+// uploaded otherwise. The pack's tables are then fetched on first
+// touch, 64 KiB of a table at a time (see packreader.OpenReaderAt).
+// ctx bounds every read of the pack until Close.
 func (b *Bucket) OpenPack(ctx context.Context, key string) (*Pack, error) {
 	o, err := b.OpenObject(ctx, key)
 	if err != nil {
 		return nil, err
 	}
+	if v, ok := o.meta[metaOpenKey]; ok {
+		o.seedOpen(v)
+	}
 	if v, ok := o.meta[metaIndexKey]; ok {
 		if off, err := strconv.ParseInt(v, 10, 64); err == nil {
-			o.Prefetch(off)
+			if o.size-off <= wholeTables {
+				o.Prefetch(off, o.size-off, true)
+			} else {
+				o.Prefetch(off, packformat.BlockSize, false)
+			}
 		}
 	}
 	r, err := packreader.OpenReaderAt(o, o.size)
@@ -169,7 +186,7 @@ func (b *Bucket) UploadPack(ctx context.Context, key, path string, po *PutOption
 
 // UploadPackFrom is UploadPack from a ReaderAt of size bytes.
 func (b *Bucket) UploadPackFrom(ctx context.Context, key string, ra io.ReaderAt, size int64, po *PutOptions) (string, error) {
-	off, err := indexOffset(ra, size)
+	off, open, err := openHint(ra, size)
 	if err != nil {
 		return "", &fs.PathError{Op: "put", Path: b.path(key), Err: err}
 	}
@@ -182,29 +199,61 @@ func (b *Bucket) UploadPackFrom(ctx context.Context, key string, ra io.ReaderAt,
 		md[k] = v
 	}
 	md[metaIndexKey] = strconv.FormatInt(off, 10)
+	md[metaOpenKey] = open
 	o.Metadata = md
 	return b.Put(ctx, key, io.NewSectionReader(ra, 0, size), size, &o)
 }
 
-// indexOffset opens the pack to check it and returns its index's offset.
-func indexOffset(ra io.ReaderAt, size int64) (int64, error) {
+// metaOpenKey is the user metadata an upload records the pack's footer
+// and its check table's first entry in (base64, one after the other),
+// so that opening reads neither from the object: with the header in
+// the first request and the root block in the second, an open costs
+// two requests whatever the pack's size.
+const metaOpenKey = "Packfs-Open"
+
+// openHint opens the pack to check it and returns its index's offset
+// and the value of metaOpenKey.
+func openHint(ra io.ReaderAt, size int64) (int64, string, error) {
 	r, err := packreader.OpenReaderAt(ra, size)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	version := r.Version()
 	r.Close()
-	// IndexOff leads the footer of every version; only the footer's size
-	// differs.
-	footSize := int64(packformat.FooterSize)
-	if version == packformat.Version3 {
-		footSize = packformat.FooterSize3
+	t, ok, err := packformat.ReadTail(ra, size)
+	if err != nil {
+		return 0, "", err
 	}
-	foot := make([]byte, footSize)
-	if _, err := ra.ReadAt(foot, size-footSize); err != nil {
-		return 0, err
+	if !ok {
+		return 0, "", fmt.Errorf("%w: bad layout", packreader.ErrCorrupt)
 	}
-	return int64(packformat.DecodeFooter(foot).IndexOff), nil
+	buf := make([]byte, t.FooterSize+packformat.CRCSize)
+	if _, err := ra.ReadAt(buf[:t.FooterSize], size-int64(t.FooterSize)); err != nil {
+		return 0, "", err
+	}
+	if _, err := ra.ReadAt(buf[t.FooterSize:], int64(t.TableOff)); err != nil {
+		return 0, "", err
+	}
+	return int64(t.Footer.IndexOff), base64.StdEncoding.EncodeToString(buf), nil
+}
+
+// seedOpen seeds the object with the footer and check-table entry an
+// upload recorded in v (see metaOpenKey), if they fit its header.
+func (o *Object) seedOpen(v string) {
+	raw, err := base64.StdEncoding.DecodeString(v)
+	if err != nil || o.head == nil || len(o.head.data) < packformat.HeaderSize {
+		return
+	}
+	hdr := o.head.data[:packformat.HeaderSize]
+	fsz := packformat.FooterSizeOf(hdr)
+	if fsz == 0 || uint64(len(raw)) != fsz+packformat.CRCSize {
+		return
+	}
+	t, ok := packformat.DecodeTail(hdr, raw[:fsz], o.size)
+	if !ok {
+		return
+	}
+	o.Seed(o.size-int64(fsz), raw[:fsz])
+	o.Seed(int64(t.TableOff), raw[fsz:])
 }
 
 // Download writes the whole object key to w in one GET. An attempt that

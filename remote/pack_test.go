@@ -56,8 +56,9 @@ func bigTree(t testing.TB, dirs, files, size int) *mem.FS {
 	return m
 }
 
-// TestCounts counts requests and bytes: open of a pack of many entries,
-// a cold walk against the index's bytes, one small file, a warm read.
+// TestCounts counts requests and bytes: open of a pack of many entries
+// (two requests and 8 KiB: the tables are fetched on first touch), a cold
+// walk against the index's bytes, one small file, a warm read.
 func TestCounts(t *testing.T) {
 	dirs, files := 20, 500 // 10,000 entries
 	if !testsize.Short() {
@@ -89,6 +90,9 @@ func TestCounts(t *testing.T) {
 	t.Logf("open of %d entries: %d requests, %d bytes (index to end: %d bytes)", dirs*files+dirs+1, s1.Gets-s0.Gets, s1.Bytes-s0.Bytes, metaBytes)
 	if got := s1.Gets - s0.Gets; got > 2 {
 		t.Errorf("open: %d requests, want ≤ 2", got)
+	}
+	if got := s1.Bytes - s0.Bytes; got > 16<<10 {
+		t.Errorf("open: %d bytes, want ≤ 16 KiB", got)
 	}
 
 	// A cold walk: names, types and infos of every entry.

@@ -18,11 +18,15 @@
 //     uncompressed pack and a Deflate zip;
 //   - SeqRead: a 64 MiB file read whole (WriteTo) from each pack;
 //   - FirstByte: open the pack, open the 64 MiB file, read its first
-//     byte, close, from the uncompressed and the compressed pack.
+//     byte, close, from the uncompressed and the compressed pack;
+//   - Tables: what each tree's tables take at zstd level 19, raw, in
+//     zstd groups, and shuffled then in zstd groups, as packed tables
+//     store them.
 //
 // Run from bench/ (each a single pass: the trees are large):
 //
 //	go test -run '^$' -bench 'Size' -benchtime 1x -timeout 1h ./packsize/
+//	go test -run '^$' -bench 'Tables' -benchtime 1x -timeout 1h ./packsize/
 //	go test -run '^$' -bench 'RandomRead|SeqRead|FirstByte' -benchtime 300ms -count 5 ./packsize/
 //
 // The tests (go test ./packsize/) check the same claims on small trees.
