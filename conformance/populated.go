@@ -18,7 +18,7 @@ var (
 // testTestFS populates each tree of Trees through the write interfaces and
 // runs the read-only checks on it.
 func testTestFS(t *testing.T, newFS NewFS, c *config) {
-	runReadOnly(t, trees(c.quickTrees || testing.Testing() && testsize.Short()), func(t *testing.T, tree Tree) fs.FS {
+	runReadOnly(t, treesOf(c.quickTrees || testing.Testing() && testsize.Short(), c.wide), func(t *testing.T, tree Tree) fs.FS {
 		fsys := newFS(t)
 		must(t, "Populate", Populate(fsys, tree))
 		return fsys

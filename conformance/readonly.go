@@ -37,7 +37,7 @@ import (
 // Of opts, only [WithQuickTrees] applies.
 func RunReadOnly(t *testing.T, build func(t *testing.T, tree Tree) fs.FS, opts ...Option) {
 	c := newConfig(opts)
-	runReadOnly(t, trees(c.quickTrees || testing.Testing() && testsize.Short()), build)
+	runReadOnly(t, treesOf(c.quickTrees || testing.Testing() && testsize.Short(), c.wide), build)
 }
 
 func runReadOnly(t *testing.T, trees []Tree, build func(t *testing.T, tree Tree) fs.FS) {

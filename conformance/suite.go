@@ -59,6 +59,7 @@ type config struct {
 	ops        int
 	quickTrees bool
 	owners     bool
+	wide       int // entries of the wide tree, if not 0
 }
 
 const (
@@ -107,6 +108,15 @@ func Skip(name, reason string) Option {
 // overrides it.
 func WithSeeds(n int) Option {
 	return func(c *config) { c.seeds = n }
+}
+
+// WithWideEntries sets how many entries the wide tree of [Trees] has
+// in the tests that populate it (2,000 at the quick size, 20,000 at the
+// full one): for a backend each of whose calls is a round trip, such as
+// a FUSE mount, whose quick run need not write thousands of files to
+// show what a few hundred show (listings spanning many batches).
+func WithWideEntries(n int) Option {
+	return func(c *config) { c.wide = n }
 }
 
 // WithQuickTrees makes the tests that populate [Trees] use their quick

@@ -106,10 +106,16 @@ func resolve(byPath map[string]Entry, p string) (Entry, bool) {
 func Trees() []Tree { return trees(testing.Testing() && testsize.Short()) }
 
 // trees is Trees at the quick sizes when short.
-func trees(short bool) []Tree {
+func trees(short bool) []Tree { return treesOf(short, 0) }
+
+// treesOf is trees with a wide tree of wide entries, if not 0.
+func treesOf(short bool, wideN int) []Tree {
 	wide, large := 20000, 64<<20
 	if short {
 		wide, large = 2000, 1<<20
+	}
+	if wideN > 0 {
+		wide = wideN
 	}
 	return []Tree{
 		emptyTree(),

@@ -47,7 +47,9 @@ var suiteOpts = append(quickSeeds(), conformance.WithOwners())
 func quickSeeds() []conformance.Option {
 	switch {
 	case testsize.Short():
-		return []conformance.Option{conformance.WithSeeds(10)}
+		// Every call is a round trip through the kernel: the quick run's
+		// wide tree has 300 entries (still many listing batches).
+		return []conformance.Option{conformance.WithSeeds(10), conformance.WithWideEntries(300)}
 	case raceEnabled:
 		return []conformance.Option{conformance.WithSeeds(100), conformance.WithQuickTrees()}
 	}

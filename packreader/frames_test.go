@@ -19,6 +19,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/packfs/packfs/internal/packformat"
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs/packreader"
 	"github.com/packfs/packfs/packwriter"
 )
@@ -114,6 +115,10 @@ func TestIssue16RandomReads(t *testing.T) {
 		tree[fmt.Sprintf("f%02d", i)] = &fstest.MapFile{Data: textish(uint64(i), 1+i*i*97), Mode: 0o644}
 	}
 	tree["big"] = &fstest.MapFile{Data: textish(99, 1<<20+12345), Mode: 0o644}
+	reads := 300 // per goroutine
+	if testsize.Short() {
+		reads = 100
+	}
 	for _, level := range []int{0, 3, 19} {
 		name := filepath.Join(t.TempDir(), "p.pack")
 		must(t, packwriter.WriteFile(name, tree, packwriter.WithCompression(level)))
@@ -131,7 +136,7 @@ func TestIssue16RandomReads(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					rng := rand.New(rand.NewPCG(uint64(g), uint64(level)))
-					for range 300 {
+					for range reads {
 						names := []string{"big", "f07", "f59", fmt.Sprintf("f%02d", rng.IntN(60))}
 						p := names[rng.IntN(len(names))]
 						want := tree[p].Data
