@@ -2,12 +2,12 @@ package packreader_test
 
 import (
 	"bytes"
-	"github.com/packfs/packfs/internal/packformat"
 	"io/fs"
 	"path/filepath"
 	"testing"
 
 	"github.com/packfs/packfs/conformance"
+	"github.com/packfs/packfs/internal/packformat"
 	"github.com/packfs/packfs/layer/mem"
 	"github.com/packfs/packfs/packreader"
 	"github.com/packfs/packfs/packwriter"
