@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/packfs/packfs/internal/testsize"
+
 	"github.com/packfs/packfs/layer"
 )
 
@@ -33,8 +35,17 @@ func fastTempDir(t *testing.T) string {
 	return dir
 }
 
+// quickWide keeps the quick run's wide tree at 500 entries on the host,
+// whose every call is a system call; the full run has 20,000.
+func quickWide() []Option {
+	if testsize.Short() {
+		return []Option{WithWideEntries(500)}
+	}
+	return nil
+}
+
 func TestHost(t *testing.T) {
-	Run(t, newHostFS)
+	Run(t, newHostFS, quickWide()...)
 }
 
 func TestRoot(t *testing.T) {
@@ -54,7 +65,7 @@ func TestReadOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 		return os.DirFS(dir)
-	})
+	}, quickWide()...)
 }
 
 // rootFS is a layer.FS over *os.Root. It renames the Ops of os.Root's

@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/packfs/packfs/internal/testsize"
+
 	"github.com/packfs/packfs/conformance"
 	"github.com/packfs/packfs/dirfs"
 	"github.com/packfs/packfs/layer"
@@ -63,6 +65,11 @@ func TestConformance(t *testing.T) {
 					t.Log("openat2 is unavailable here: this run uses os.Root too")
 				}
 			}
+			if testsize.Short() {
+				// Every call is a system call: the quick run's wide tree
+				// has 500 entries (the full run's, 20,000).
+				opts = append(opts, conformance.WithWideEntries(500))
+			}
 			conformance.Run(t, func(t *testing.T) layer.FS { return newFS(t, m.opts...) }, opts...)
 		})
 	}
@@ -74,6 +81,10 @@ func TestConformanceReadOnly(t *testing.T) {
 		// the race detector only slows (three minutes); the plain run does
 		// them.
 		t.Skip("single-goroutine read checks: run by the plain (non-race) test run")
+	}
+	var wide []conformance.Option
+	if testsize.Short() {
+		wide = append(wide, conformance.WithWideEntries(500))
 	}
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
@@ -93,7 +104,7 @@ func TestConformanceReadOnly(t *testing.T) {
 				}
 				t.Cleanup(func() { r.Close() })
 				return r
-			})
+			}, wide...)
 		})
 	}
 }
