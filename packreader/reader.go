@@ -490,6 +490,11 @@ func (r *Reader) Version() int { return int(r.version) }
 // was written with packwriter.WithCompression).
 func (r *Reader) Compressed() bool { return r.zstd }
 
+// PackedTables reports whether the pack stores its tables in compressed
+// groups (FORMAT.md, "Packed tables"), as compressed packs do since
+// packed tables were added.
+func (r *Reader) PackedTables() bool { return r.packed }
+
 func allZero(b []byte) bool { return len(bytes.Trim(b, "\x00")) == 0 }
 
 // Close releases the pack. Files and byte slices obtained from r must not

@@ -419,17 +419,21 @@ func cmdInfo(fl *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 		return err
 	}
 	saved := st.Saved()
+	tables := "raw"
+	if r.PackedTables() {
+		tables = "packed"
+	}
 	if flagBool(fl, "json") {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(map[string]any{
-			"format": r.Version(), "compression": compressionName(r),
+			"format": r.Version(), "compression": compressionName(r), "tables": tables,
 			"entries": st.Entries, "files": st.Files, "dirs": st.Dirs, "symlinks": st.Symlinks, "whiteouts": st.Whiteouts,
 			"contents": st.Contents, "file_bytes": st.Logical, "stored_bytes": st.Stored, "saved_bytes": saved, "pack_bytes": st.Size,
 		})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 8, 1, ' ', 0)
-	fmt.Fprintf(tw, "format:\t%d, compression: %s\n", r.Version(), compressionName(r))
+	fmt.Fprintf(tw, "format:\t%d, compression: %s, tables: %s\n", r.Version(), compressionName(r), tables)
 	fmt.Fprintf(tw, "entries:\t%d (%d files, %d directories, %d symlinks, %d whiteouts)\n", st.Entries, st.Files, st.Dirs, st.Symlinks, st.Whiteouts)
 	fmt.Fprintf(tw, "contents:\t%d distinct\n", st.Contents)
 	fmt.Fprintf(tw, "file bytes:\t%d\n", st.Logical)

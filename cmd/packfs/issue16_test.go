@@ -150,27 +150,28 @@ func TestIssue16HardLinksAndOwners(t *testing.T) {
 	}
 }
 
-// TestIssue16Info: info says a pack's format and compression, and
-// -compress takes zstd with an optional level and nothing else.
+// TestIssue16Info: info says a pack's format, compression and tables,
+// and -compress takes zstd with an optional level and nothing else.
 func TestIssue16Info(t *testing.T) {
 	src := srcTree(t)
 	tmp := t.TempDir()
-	for _, c := range []struct{ flag, want string }{{"", "none"}, {"zstd", "zstd"}, {"zstd:7", "zstd"}} {
+	for _, c := range []struct{ flag, want, tables string }{{"", "none", "raw"}, {"zstd", "zstd", "packed"}, {"zstd:7", "zstd", "packed"}} {
 		pack := filepath.Join(tmp, "p.pack")
 		args := []string{"pack", src, pack}
 		if c.flag != "" {
 			args = []string{"pack", "-compress", c.flag, src, pack}
 		}
 		runOK(t, args...)
-		if out := runOK(t, "info", pack); !strings.Contains(out, "format:        3, compression: "+c.want+"\n") {
+		if out := runOK(t, "info", pack); !strings.Contains(out, "format:        3, compression: "+c.want+", tables: "+c.tables+"\n") {
 			t.Errorf("-compress %q: info says\n%s", c.flag, out)
 		}
 		var js struct {
 			Format      int
 			Compression string
+			Tables      string
 		}
 		must(t, json.Unmarshal([]byte(runOK(t, "info", "-json", pack)), &js))
-		if js.Format != 3 || js.Compression != c.want {
+		if js.Format != 3 || js.Compression != c.want || js.Tables != c.tables {
 			t.Errorf("-compress %q: info -json: %+v", c.flag, js)
 		}
 	}
