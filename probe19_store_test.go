@@ -16,6 +16,7 @@ import (
 
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/aferoadapter"
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs/layer/mem"
 	"github.com/packfs/packfs/vfs/vfstest"
 )
@@ -141,11 +142,11 @@ func probeTreeSum(t *testing.T, fsys fs.FS) string {
 // (every transaction writes the same stamp to pa first and pb last) nor
 // an undone one's stamp; a file opened at the start reads throughout.
 func TestIssue19ProbeStoreModel(t *testing.T) {
-	seeds, rounds := 2, 50
+	seeds, rounds := 2, 50 // PACKFS_LONG=1
 	if os.Getenv("PACKFS_PROBE_SEEDS") != "" {
 		seeds, rounds = 20, 120
 	}
-	if testing.Short() || raceEnabled {
+	if testsize.Short() || raceEnabled {
 		seeds, rounds = 1, 40
 	}
 	for _, policy := range []packfs.SyncPolicy{packfs.SyncOnCommit, packfs.SyncAlways} {

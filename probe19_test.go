@@ -17,6 +17,7 @@ import (
 
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/aferoadapter"
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs/layer/mem"
 	"github.com/packfs/packfs/packreader"
 	"github.com/packfs/packfs/packwriter"
@@ -147,7 +148,7 @@ func probeLower(t *testing.T, mkdir func(string) error, write func(string, strin
 // cache starts empty.
 func TestIssue19ProbeUnionModel(t *testing.T) {
 	seeds, steps := 2, 250
-	if testing.Short() || raceEnabled {
+	if testsize.Short() || raceEnabled {
 		seeds, steps = 1, 150
 	}
 	if os.Getenv("PACKFS_LONG") != "" && !raceEnabled {

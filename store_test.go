@@ -75,7 +75,9 @@ func TestConformanceStore(t *testing.T) {
 	switch {
 	case raceEnabled:
 		opts = append(opts, conformance.WithSeeds(60))
-	case !testsize.Short():
+	case testsize.Short():
+		opts = append(opts, conformance.WithSeeds(100))
+	default:
 		opts = append(opts, conformance.WithSeeds(600))
 	}
 	before := storeSettles.Load()
