@@ -14,7 +14,7 @@
 // table's first entry, so that opening it costs two requests whatever
 // its size: the first 4 KiB (which also tell the size and ETag, and
 // carry the metadata) and the root block, 4 KiB at the index (all the
-// tables if they are at most 256 KiB). The tables are then fetched on
+// tables if they are at most 4 MiB). The tables are then fetched on
 // first touch, 64 KiB of a table at a time, each 4 KiB block checked
 // against its CRC-32C before use (see packreader.OpenReaderAt).
 //

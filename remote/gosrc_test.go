@@ -74,10 +74,10 @@ func TestCountsGoSrc(t *testing.T) {
 	if float64(st.Bytes) > 1.1*float64(meta) {
 		t.Errorf("cold walk: %d bytes, want ≤ 1.1 × %d", st.Bytes, meta)
 	}
-	// Tables of at most 256 KiB come whole with the open's second
+	// Tables of at most 4 MiB come whole with the open's second
 	// request; larger ones a 64 KiB group at a time, fewer where
 	// read-ahead joins them.
-	if limit := 2 + (meta+64<<10-1)/(64<<10); meta > 256<<10 && st.Gets > limit || meta <= 256<<10 && st.Gets > 2 {
+	if limit := 2 + (meta+64<<10-1)/(64<<10); meta > 4<<20 && st.Gets > limit || meta <= 4<<20 && st.Gets > 2 {
 		t.Errorf("open and walk: %d requests, want ≤ %d", st.Gets, max(2, limit))
 	}
 	want, _ := local.ReadFile(small)

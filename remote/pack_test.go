@@ -60,7 +60,7 @@ func bigTree(t testing.TB, dirs, files, size int) *mem.FS {
 // (two requests and 8 KiB: the tables are fetched on first touch), a cold
 // walk against the index's bytes, one small file, a warm read.
 func TestCounts(t *testing.T) {
-	dirs, files := 20, 500 // 10,000 entries
+	dirs, files := 80, 500 // 40,000 entries: tables over 4 MiB, read on first touch
 	if !testsize.Short() {
 		dirs, files = 200, 5000 // 1,000,000 entries
 		if raceEnabled {
