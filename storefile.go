@@ -266,27 +266,7 @@ func (h *storeFile) Truncate(size int64) error {
 	if h.readOnly() {
 		return h.file().Truncate(size)
 	}
-	s := h.s
-	if err := s.lockChange("truncate", h.name); err != nil {
-		return err
-	}
-	if err := s.usable("truncate", h.name); err != nil {
-		s.wmu.Unlock()
-		return err
-	}
-	o := op{kind: opTruncate, time: s.tick(), path: h.path, a: size}
-	pre := s.undoFor(&o)
-	if err := h.file().Truncate(size); err != nil {
-		s.wmu.Unlock()
-		return err
-	}
-	var lsn wal.LSN
-	var err error
-	if h.path != "" {
-		lsn, err = s.logOp(&o, pre)
-	}
-	s.wmu.Unlock()
-	return s.done(lsn, err)
+	return h.change("truncate", op{kind: opTruncate, a: size}, func(f layer.File) error { return f.Truncate(size) })
 }
 
 // Chown changes the owner through the handle, as fchown(2) does: logged
