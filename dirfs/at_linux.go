@@ -33,6 +33,7 @@ type atImpl struct {
 	// so a descriptor number reused after Close is never resolved against.
 	refs   atomic.Int64
 	closed atomic.Bool
+	dirs   *dirCache
 }
 
 // hold keeps the root descriptor open until unhold; it reports false once
@@ -51,6 +52,7 @@ func (a *atImpl) hold() bool {
 
 func (a *atImpl) unhold() {
 	if a.refs.Add(-1) == 0 {
+		a.dirs.close()
 		unix.Close(a.fd)
 	}
 }
@@ -72,7 +74,7 @@ func newAt(dir string, fsys *FS) (impl, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
 	}
-	a := &atImpl{fd: fd, fsys: fsys}
+	a := &atImpl{fd: fd, fsys: fsys, dirs: newDirCache(fd)}
 	a.refs.Store(1)
 	probe, err := a.openat2(".", unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err != nil {
@@ -181,14 +183,27 @@ func (a *atImpl) stat(name string, follow bool) (fs.FileInfo, error) {
 		}
 		return newFileInfo(".", &st), nil
 	}
-	// Lstat the last element from its parent; only a symlink there needs
-	// the whole name resolved again, following it.
-	pfd, base, err := a.parent(name)
-	if err != nil {
-		return nil, perr(op, name, err)
+	// Lstat the last element from its parent, cached where it can be;
+	// only a symlink there needs the whole name resolved again, following
+	// it.
+	var err error
+	dir, base, cached := "", name, false
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		dir, base = name[:i], name[i+1:]
+		cached, err = a.dirs.lstat(dir, base, &st)
 	}
-	err = retry(func() error { return unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW) })
-	a.release(pfd)
+	if !cached {
+		var pfd int
+		pfd, base, err = a.parent(name)
+		if err != nil {
+			return nil, perr(op, name, err)
+		}
+		err = retry(func() error { return unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW) })
+		a.release(pfd)
+		if dir != "" {
+			a.dirs.fill(dir)
+		}
+	}
 	if err != nil {
 		return nil, perr(op, name, err)
 	}
