@@ -339,38 +339,53 @@ func needRoot(t *testing.T) {
 // answer comes from a thread whose filesystem uid is 65534.
 func TestProbeDirCacheSearchPermission(t *testing.T) {
 	needRoot(t)
-	for _, dir := range []string{"", "a", "a/b", "a/b/c"} {
-		t.Run("chmod "+dir, func(t *testing.T) {
-			base, root := probeTree(t)
-			must(t, os.Chmod(base, 0o755))
-			f := newFSAt(t, root)
-			asUser(t, 65534, func() {
-				for _, name := range []string{"a/b/c/f", "a/b/f", "a/f"} {
-					for range 2 {
-						if msg := diffOS(f, root, name); msg != "" {
-							t.Errorf("before the chmod: %s", msg)
-							return
+	for _, how := range []string{"chmod", "chown"} {
+		for _, dir := range []string{"", "a", "a/b", "a/b/c"} {
+			t.Run(how+" "+dir, func(t *testing.T) {
+				base, root := probeTree(t)
+				must(t, os.Chmod(base, 0o755))
+				if how == "chown" {
+					// The user's own directories, 0700, then given
+					// to another.
+					for _, d := range []string{"", "a", "a/b", "a/b/c"} {
+						must(t, os.Chown(filepath.Join(root, d), 65534, 65534))
+						must(t, os.Chmod(filepath.Join(root, d), 0o700))
+					}
+				}
+				f := newFSAt(t, root)
+				asUser(t, 65534, func() {
+					for _, name := range []string{"a/b/c/f", "a/b/f", "a/f"} {
+						for range 2 {
+							if msg := diffOS(f, root, name); msg != "" {
+								t.Errorf("before the %s: %s", how, msg)
+								return
+							}
 						}
 					}
-				}
-				// The filesystem uid is this thread's alone: chmod as
-				// root from it needs no capability, the tree is root's.
-				if err := unix.Setfsuid(0); err != nil {
-					t.Error(err)
-					return
-				}
-				err := os.Chmod(filepath.Join(root, dir), 0o700)
-				if err2 := unix.Setfsuid(65534); err != nil || err2 != nil {
-					t.Error(err, err2)
-					return
-				}
-				for _, name := range []string{"a/b/c/f", "a/b/f", "a/f"} {
-					if msg := diffOS(f, root, name); msg != "" {
-						t.Errorf("after chmod 0700 of %q: %s", dir, msg)
+					// The filesystem uid is this thread's alone; back
+					// at 0 it has root's capabilities again.
+					if err := unix.Setfsuid(0); err != nil {
+						t.Error(err)
+						return
 					}
-				}
+					var err error
+					if how == "chown" {
+						err = os.Chown(filepath.Join(root, dir), 65533, 65533)
+					} else {
+						err = os.Chmod(filepath.Join(root, dir), 0o700)
+					}
+					if err2 := unix.Setfsuid(65534); err != nil || err2 != nil {
+						t.Error(err, err2)
+						return
+					}
+					for _, name := range []string{"a/b/c/f", "a/b/f", "a/f"} {
+						if msg := diffOS(f, root, name); msg != "" {
+							t.Errorf("after the %s of %q: %s", how, dir, msg)
+						}
+					}
+				})
 			})
-		})
+		}
 	}
 }
 
