@@ -39,6 +39,9 @@ type atImpl struct {
 // hold keeps the root descriptor open until unhold; it reports false once
 // the FS is closed.
 func (a *atImpl) hold() bool {
+	if a.closed.Load() {
+		return false
+	}
 	for {
 		n := a.refs.Load()
 		if n <= 0 {
@@ -167,6 +170,13 @@ func (a *atImpl) openFile(name string, flag int, perm fs.FileMode) (*file, error
 	return &file{f: os.NewFile(uintptr(fd), name), name: name}, nil
 }
 
+// statTries bounds the tries of a stat through the directory cache.
+const statTries = 64
+
+// statHook, for tests, is told of each lstat of a nested name: whether the
+// directory cache answered it, and the inode found.
+var statHook func(name string, cached bool, ino uint64)
+
 func (a *atImpl) stat(name string, follow bool) (fs.FileInfo, error) {
 	op := "lstat"
 	if follow {
@@ -186,11 +196,21 @@ func (a *atImpl) stat(name string, follow bool) (fs.FileInfo, error) {
 	// Lstat the last element from its parent, cached where it can be;
 	// only a symlink there needs the whole name resolved again, following
 	// it.
+	// A directory not yet cached is cached first: an answer through the
+	// cache is checked against the watches, one through a descriptor
+	// opened for the call is not. If changes beside the FS keep the watch
+	// queue from being empty for the length of a call, statTries times,
+	// the uncached way.
 	var err error
-	dir, base, cached := "", name, false
+	base, cached := name, false
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		dir, base = name[:i], name[i+1:]
-		cached, err = a.dirs.lstat(dir, base, &st)
+		dir := name[:i]
+		base = name[i+1:]
+		for range statTries {
+			if cached, err = a.dirs.lstat(dir, base, &st); cached || !a.dirs.fill(dir) {
+				break
+			}
+		}
 	}
 	if !cached {
 		var pfd int
@@ -200,9 +220,9 @@ func (a *atImpl) stat(name string, follow bool) (fs.FileInfo, error) {
 		}
 		err = retry(func() error { return unix.Fstatat(pfd, base, &st, unix.AT_SYMLINK_NOFOLLOW) })
 		a.release(pfd)
-		if dir != "" {
-			a.dirs.fill(dir)
-		}
+	}
+	if statHook != nil && err == nil && base != name {
+		statHook(name, cached, st.Ino)
 	}
 	if err != nil {
 		return nil, perr(op, name, err)

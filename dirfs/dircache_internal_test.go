@@ -30,7 +30,7 @@ func TestDirCacheAnswers(t *testing.T) {
 	if _, err := f.Stat("a/b/x"); err == nil {
 		t.Fatal("a/b/x exists")
 	}
-	if a.dirs.disabled || !a.dirs.started {
+	if a.dirs.disabled.Load() || !a.dirs.started {
 		t.Skip("no inotify instance could be made (fs.inotify.max_user_instances reached?)")
 	}
 	for _, p := range []string{"a", "a/b"} {

@@ -31,18 +31,20 @@ import (
 // rename returns, and a rename of a directory leaves its entries as they
 // were, so an answer used describes the entry as it was while its directory
 // was still at its path. Otherwise the call is made again the uncached way.
-// A mount made over a cached directory is not seen: the cache is for trees
-// whose mounts do not change.
+// A mount or unmount anywhere in the process's mount namespace forgets
+// every cached directory (the poll of /proc/self/mountinfo that sees it
+// does), and a path through a mount point is never cached.
 type dirCache struct {
 	root int      // the root's descriptor, owned by the atImpl
 	dirs sync.Map // path -> *cachedDir, every prefix of a path cached too
 
+	disabled atomic.Bool // never cache: no inotify, the root gone, or closed
+
 	// Guarded by watcher.mu:
-	started  bool            // the root is watched
-	disabled bool            // never cache: no inotify, the root gone, or closed
-	n        int             // directories cached
-	rootWd   int32           // the root's watch
-	refused  map[string]bool // directories that could not be cached, till an event
+	started bool            // the root is watched
+	n       int             // directories cached
+	rootWd  int32           // the root's watch
+	refused map[string]bool // directories that could not be cached, till an event
 }
 
 type cachedDir struct {
@@ -54,16 +56,22 @@ type cachedDir struct {
 // watcher is the one inotify instance of the process, shared by every FS:
 // instances are few (128 a user by default) and others need them too.
 var watcher struct {
-	// gen is odd while events are being taken from the queue, and grows by
-	// two each time: an answer is used only if gen was even before it and
-	// the same after.
-	gen atomic.Uint64
-	ifd atomic.Int32 // the instance, once made
+	// gen grows each time cached directories are forgotten, and busy
+	// counts those taking events (inotify's, or the mount table's) that
+	// they have not yet acted on: an answer is used only if busy was 0
+	// before and after it and gen the same.
+	gen  atomic.Uint64
+	busy atomic.Int64
+	ifd  atomic.Int32 // the instance, once made
+	// mfd is /proc/self/mountinfo, whose poll tells of a mount or unmount
+	// anywhere in the process's namespace (and acknowledges it).
+	mfd atomic.Int32
 
-	mu   sync.Mutex // serializes making, filling, draining and closing
-	made bool
-	wds  map[int32][]watchRef
-	buf  []byte
+	mu     sync.Mutex // serializes making, filling, draining and closing
+	made   bool
+	wds    map[int32][]watchRef
+	caches map[*dirCache]bool // every started cache, for mount changes
+	buf    []byte
 }
 
 // watchRef is a directory a watch stands for: path in c's tree.
@@ -113,7 +121,7 @@ func (d *cachedDir) put() {
 // the uncached way.
 func (c *dirCache) lstat(dir, base string, st *unix.Stat_t) (ok bool, err error) {
 	g := watcher.gen.Load()
-	if g&1 != 0 {
+	if watcher.busy.Load() != 0 {
 		return false, nil
 	}
 	d := c.get(dir)
@@ -122,17 +130,38 @@ func (c *dirCache) lstat(dir, base string, st *unix.Stat_t) (ok bool, err error)
 	}
 	err = retry(func() error { return unix.Fstatat(d.fd, base, st, unix.AT_SYMLINK_NOFOLLOW) })
 	d.put()
-	if !quiet() || watcher.gen.Load() != g {
+	if !quiet(false) || watcher.busy.Load() != 0 || watcher.gen.Load() != g {
 		drain()
 		return false, nil
 	}
 	return true, err
 }
 
-// quiet reports whether no event is queued.
-func quiet() bool {
-	pfd := []unix.PollFd{{Fd: watcher.ifd.Load(), Events: unix.POLLIN}}
-	n, err := unix.Poll(pfd, 0)
+// quiet reports whether no inotify event is queued and the mount table
+// has not changed. A change of the mount table is acknowledged by the poll
+// that sees it, so that poll forgets every cached directory itself (locked
+// says the caller holds watcher.mu).
+func quiet(locked bool) bool {
+	pfd := [2]unix.PollFd{
+		{Fd: watcher.ifd.Load(), Events: unix.POLLIN},
+		{Fd: watcher.mfd.Load(), Events: unix.POLLPRI},
+	}
+	n, err := unix.Poll(pfd[:], 0)
+	if pfd[1].Revents&(unix.POLLPRI|unix.POLLERR) != 0 {
+		watcher.busy.Add(1)
+		if !locked {
+			watcher.mu.Lock()
+		}
+		for c := range watcher.caches {
+			c.forget("")
+		}
+		watcher.gen.Add(1)
+		if !locked {
+			watcher.mu.Unlock()
+		}
+		watcher.busy.Add(-1)
+		return false
+	}
 	return err == nil && n == 0
 }
 
@@ -148,8 +177,8 @@ func drainLocked() {
 		return
 	}
 	ifd := int(watcher.ifd.Load())
-	watcher.gen.Add(1)
-	defer watcher.gen.Add(1)
+	watcher.busy.Add(1)
+	defer watcher.busy.Add(-1)
 	for {
 		n, err := unix.Read(ifd, watcher.buf)
 		if err == unix.EINTR {
@@ -159,6 +188,7 @@ func drainLocked() {
 			return
 		}
 		events(watcher.buf[:n])
+		watcher.gen.Add(1)
 	}
 }
 
@@ -191,9 +221,13 @@ func events(b []byte) {
 			switch {
 			case self && r.path == "":
 				// The root moving moves nothing beneath it; its
-				// watch going (the root removed) ends the cache.
+				// watch going (the root removed) ends the cache; a
+				// change of its mode or owner decides who may
+				// search it.
 				if ev.Mask&unix.IN_IGNORED != 0 && r.c.rootWd == ev.Wd {
 					r.c.stop()
+				} else if ev.Mask&unix.IN_ATTRIB != 0 {
+					r.c.forget("")
 				}
 			case self:
 				r.c.forget(r.path)
@@ -245,19 +279,23 @@ func unwatch(wd int32, c *dirCache, p string) {
 	}
 }
 
-// fill caches dir and its parents, which the caller has just resolved
-// beneath the root. It gives up, caching nothing more, on any doubt.
-func (c *dirCache) fill(dir string) {
+// fill caches dir and its parents, and reports whether dir is cached. It
+// gives up, caching nothing more, on any doubt.
+func (c *dirCache) fill(dir string) bool {
+	if c.disabled.Load() {
+		return false
+	}
 	watcher.mu.Lock()
 	defer watcher.mu.Unlock()
-	if c.disabled || !c.start() {
-		return
+	if c.disabled.Load() || !c.start() {
+		return false
 	}
 	drainLocked()
-	if c.refused[dir] || c.disabled {
-		return
+	depth := strings.Count(dir, "/") + 1
+	if c.refused[dir] || depth > maxCachedDirs {
+		return false
 	}
-	if c.n+strings.Count(dir, "/")+1 > maxCachedDirs {
+	if c.n+depth > maxCachedDirs {
 		c.forget("")
 	}
 	pfd := c.root
@@ -269,17 +307,23 @@ func (c *dirCache) fill(dir string) {
 		p := dir[:end]
 		if v, ok := c.dirs.Load(p); ok {
 			pfd = v.(*cachedDir).fd
-		} else if d := c.open(pfd, dir[i:end], p); d != nil {
+		} else if d, err := c.open(pfd, dir[i:end], p); d != nil {
 			pfd = d.fd
 		} else {
-			if len(c.refused) >= maxCachedDirs {
-				clear(c.refused)
+			// A directory missing now may be made without an event
+			// (creations are not watched): only other failures,
+			// such as a symlink or a mount point on the path, are
+			// remembered.
+			if err != unix.ENOENT {
+				if len(c.refused) >= maxCachedDirs {
+					clear(c.refused)
+				}
+				c.refused[dir] = true
 			}
-			c.refused[dir] = true
-			return
+			return false
 		}
 		if end == len(dir) {
-			return
+			return true
 		}
 		i = end + 1
 	}
@@ -287,39 +331,39 @@ func (c *dirCache) fill(dir string) {
 
 // open opens the directory name in the cached directory pfd, watches it,
 // checks that name in pfd is still the inode watched, and caches it as p.
-func (c *dirCache) open(pfd int, name, p string) *cachedDir {
+func (c *dirCache) open(pfd int, name, p string) (*cachedDir, error) {
 	how := unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
 		Resolve: resolveFlags | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_XDEV,
 	}
 	fd, err := unix.Openat2(pfd, name, &how)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	ifd := int(watcher.ifd.Load())
 	w, err := unix.InotifyAddWatch(ifd, "/proc/self/fd/"+strconv.Itoa(fd), watchMask)
 	if err != nil {
 		unix.Close(fd)
-		return nil
+		return nil, err
 	}
 	wd := int32(w)
 	var a, b unix.Stat_t
 	if unix.Fstat(fd, &a) != nil || unix.Fstatat(pfd, name, &b, unix.AT_SYMLINK_NOFOLLOW) != nil ||
-		a.Dev != b.Dev || a.Ino != b.Ino || !quiet() {
+		a.Dev != b.Dev || a.Ino != b.Ino || !quiet(true) {
 		// Moved between the open and the watch, or something else
 		// changed: the events, if any, are taken by the next drain.
 		if len(watcher.wds[wd]) == 0 {
 			unix.InotifyRmWatch(ifd, uint32(wd))
 		}
 		unix.Close(fd)
-		return nil
+		return nil, unix.EAGAIN
 	}
 	d := &cachedDir{fd: fd, wd: wd}
 	d.refs.Store(1)
 	c.dirs.Store(p, d)
 	watcher.wds[wd] = append(watcher.wds[wd], watchRef{c, p})
 	c.n++
-	return d
+	return d, nil
 }
 
 // start makes the process's inotify instance if there is none, and
@@ -332,21 +376,32 @@ func (c *dirCache) start() bool {
 		ifd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 		if err != nil {
 			// This FS goes without; the next may find an instance freed.
-			c.disabled = true
+			c.disabled.Store(true)
 			return false
 		}
+		mfd, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			unix.Close(ifd)
+			c.disabled.Store(true)
+			return false
+		}
+		// The first poll acknowledges the mount table as it is.
+		unix.Poll([]unix.PollFd{{Fd: int32(mfd), Events: unix.POLLPRI}}, 0)
 		watcher.wds = map[int32][]watchRef{}
+		watcher.caches = map[*dirCache]bool{}
 		watcher.buf = make([]byte, 16<<10)
 		watcher.ifd.Store(int32(ifd))
+		watcher.mfd.Store(int32(mfd))
 		watcher.made = true
 	}
 	w, err := unix.InotifyAddWatch(int(watcher.ifd.Load()), "/proc/self/fd/"+strconv.Itoa(c.root), watchMask)
 	if err != nil {
-		c.disabled = true
+		c.disabled.Store(true)
 		return false
 	}
 	c.rootWd = int32(w)
 	watcher.wds[c.rootWd] = append(watcher.wds[c.rootWd], watchRef{c, ""})
+	watcher.caches[c] = true
 	c.started = true
 	return true
 }
@@ -357,9 +412,10 @@ func (c *dirCache) stop() {
 	c.forget("")
 	if c.started {
 		unwatch(c.rootWd, c, "")
+		delete(watcher.caches, c)
 		c.started = false
 	}
-	c.disabled = true
+	c.disabled.Store(true)
 }
 
 // close stops the cache; no call may use it after.
