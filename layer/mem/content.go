@@ -1,5 +1,7 @@
 package mem
 
+import "runtime"
+
 // A file's bytes are kept in chunks of chunkSize under a persistent radix
 // tree, so that a new version shares every chunk it does not change: an
 // append copies nothing already written and an overwrite copies at most the
@@ -34,6 +36,10 @@ type content struct {
 	// mark holds hw for the version that made a new tail, so that the two
 	// come in one allocation; it fits the struct's size class for free.
 	mark int
+	// pins keep valid the memory of chunks that writeShared took from
+	// its caller rather than copied (a mapped log's pages); every version
+	// that may hold such a chunk carries them.
+	pins []any
 }
 
 // inner is a node of the chunk tree. At height 1 its chunks are the data;
@@ -108,6 +114,7 @@ func (c *content) readAt(p []byte, off int64) int {
 		clear(p[n+got : n+want])
 		n += want
 	}
+	runtime.KeepAlive(c) // its pins, while its chunks are read
 	return n
 }
 
@@ -232,7 +239,7 @@ func (c *content) truncate(size int64) *content {
 	last := (size - 1) >> chunkShift
 	keep := int(size - last<<chunkShift) // bytes of the new tail kept
 	tail := c.chunk(last)
-	nc := &content{size: size, tail: tail[:min(keep, len(tail))]}
+	nc := &content{size: size, tail: tail[:min(keep, len(tail))], pins: c.pins}
 	if last > 0 {
 		nc.height = c.height
 		nc.root = cut(c.root, c.height, last)
@@ -260,4 +267,38 @@ func cut(n *inner, h int, keep int64) *inner {
 		m.kids[full] = cut(n.kids[full], h-1, rest)
 	}
 	return m
+}
+
+// writeShared returns the version of c with p written at off, as writeAt
+// does, but with the chunks p covers whole made of p's own bytes, not
+// copied: p must never change, and its memory stays valid while pin is
+// reachable, which the new version keeps. The rest of p is copied.
+func (c *content) writeShared(p []byte, off int64, pin any) *content {
+	end := off + int64(len(p))
+	first := (off + chunkSize - 1) &^ (chunkSize - 1) // the whole chunks' bytes
+	last := end &^ (chunkSize - 1)
+	if first >= last {
+		return c.writeAt(p, off)
+	}
+	nc := c
+	if first > off {
+		nc = nc.writeAt(p[:first-off], off)
+	}
+	nc = nc.resize(max(nc.Size(), last))
+	for at := first; at < last; at += chunkSize {
+		in := at - off
+		b := p[in : in+chunkSize : in+chunkSize]
+		if i := at >> chunkShift; nc.size > 0 && i == nc.last() {
+			nc.tail, nc.hw = b, nil // full: it never grows in place
+		} else {
+			nc.setTreeChunk(i, b)
+		}
+	}
+	if n := len(nc.pins); n == 0 || nc.pins[n-1] != pin {
+		nc.pins = append(nc.pins[:n:n], pin) // shared with older versions: copied
+	}
+	if end > last {
+		nc = nc.writeAt(p[last-off:], last)
+	}
+	return nc
 }
