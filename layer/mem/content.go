@@ -28,18 +28,18 @@ const (
 // appends inside it touch no tree node; a tail enters the tree when the file
 // grows past it.
 type content struct {
-	size   int64
-	tail   []byte // the last chunk, index (size-1)>>chunkShift
-	hw     *int   // high-water mark of tail's backing array, or nil
-	height int    // of the tree of the chunks before the tail; 0: empty
-	root   *inner
-	// mark holds hw for the version that made a new tail, so that the two
-	// come in one allocation; it fits the struct's size class for free.
-	mark int
+	size int64
+	tail []byte // the last chunk, index (size-1)>>chunkShift
+	hw   *int32 // high-water mark of tail's backing array, or nil
+	root *inner
 	// pins keep valid the memory of chunks that writeShared took from
 	// its caller rather than copied (a mapped log's pages); every version
-	// that may hold such a chunk carries them.
-	pins []any
+	// that may hold such a chunk carries them. Immutable once set.
+	pins   *[]any
+	height int32 // of the tree of the chunks before the tail; 0: empty
+	// mark holds hw for the version that made a new tail, so that the two
+	// come in one allocation; with height it fits the 64-byte size class.
+	mark int32
 }
 
 // inner is a node of the chunk tree. At height 1 its chunks are the data;
@@ -79,11 +79,11 @@ func (c *content) chunk(i int64) []byte {
 }
 
 func (c *content) treeChunk(i int64) []byte {
-	if c.height == 0 || i >= capacity(c.height) {
+	if c.height == 0 || i >= capacity(int(c.height)) {
 		return nil
 	}
 	n := c.root
-	for h := c.height; h > 1; h-- {
+	for h := int(c.height); h > 1; h-- {
 		n = n.kids[(i>>(fanShift*(h-1)))&(fanout-1)]
 		if n == nil {
 			return nil
@@ -134,13 +134,13 @@ func (c *content) setTreeChunk(i int64, b []byte) {
 	if c.height == 0 {
 		c.height, c.root = 1, nil
 	}
-	for i >= capacity(c.height) {
+	for i >= capacity(int(c.height)) {
 		r := &inner{}
 		r.kids[0] = c.root
 		c.root = r
 		c.height++
 	}
-	c.root = setChunk(c.root, c.height, i, b)
+	c.root = setChunk(c.root, int(c.height), i, b)
 }
 
 func setChunk(n *inner, h int, i int64, b []byte) *inner {
@@ -199,11 +199,11 @@ func (c *content) writeAt(p []byte, off int64) *content {
 		}
 		old := nc.tail
 		need := max(len(old), in+want)
-		if nc.hw != nil && *nc.hw == len(old) && in >= len(old) && need <= cap(old) {
+		if nc.hw != nil && int(*nc.hw) == len(old) && in >= len(old) && need <= cap(old) {
 			// Append into spare capacity nobody else has written.
 			b := old[:need]
 			copy(b[in:], p[n:n+want])
-			*nc.hw = need
+			*nc.hw = int32(need)
 			nc.tail = b
 		} else {
 			// Double the tail so that a run of small appends costs
@@ -212,7 +212,7 @@ func (c *content) writeAt(p []byte, off int64) *content {
 			copy(b, old)
 			copy(b[in:], p[n:n+want])
 			nc.tail = b
-			nc.mark = need
+			nc.mark = int32(need)
 			nc.hw = &nc.mark
 		}
 		n += want
@@ -242,7 +242,7 @@ func (c *content) truncate(size int64) *content {
 	nc := &content{size: size, tail: tail[:min(keep, len(tail))], pins: c.pins}
 	if last > 0 {
 		nc.height = c.height
-		nc.root = cut(c.root, c.height, last)
+		nc.root = cut(c.root, int(c.height), last)
 	}
 	return nc
 }
@@ -294,8 +294,13 @@ func (c *content) writeShared(p []byte, off int64, pin any) *content {
 			nc.setTreeChunk(i, b)
 		}
 	}
-	if n := len(nc.pins); n == 0 || nc.pins[n-1] != pin {
-		nc.pins = append(nc.pins[:n:n], pin) // shared with older versions: copied
+	var pins []any
+	if nc.pins != nil {
+		pins = *nc.pins
+	}
+	if n := len(pins); n == 0 || pins[n-1] != pin {
+		pins = append(pins[:n:n], pin) // shared with older versions: copied
+		nc.pins = &pins
 	}
 	if end > last {
 		nc = nc.writeAt(p[last-off:], last)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/packfs/packfs/internal/testsize"
 )
@@ -56,7 +57,7 @@ func TestContentRandom(t *testing.T) {
 					pin := new(int)
 					c = c.writeShared(mem[:len(p)], off, pin)
 					whole := (off+chunkSize-1)&^(chunkSize-1)+chunkSize <= off+int64(len(p))
-					if whole && (len(c.pins) == 0 || c.pins[len(c.pins)-1] != any(pin)) {
+					if whole && (c.pins == nil || (*c.pins)[len(*c.pins)-1] != any(pin)) {
 						t.Fatalf("seed %d step %d: a shared write of whole chunks does not keep its pin", seed, step)
 					}
 					if end := int(off) + len(p); end > len(model) {
@@ -166,6 +167,9 @@ func firstDiff(a, b []byte) int {
 // pin, through truncation, growth and later writes, and a version
 // without a shared chunk has none.
 func TestContentSharedPins(t *testing.T) {
+	if size := unsafe.Sizeof(content{}); size > 64 {
+		t.Errorf("a content takes %d bytes, past its 64-byte size class", size)
+	}
 	pin := new(int)
 	p := bytes.Repeat([]byte{7}, 2*chunkSize)
 	c := (*content)(nil).writeAt([]byte("head"), 0).writeShared(p, chunkSize, pin)
@@ -177,14 +181,14 @@ func TestContentSharedPins(t *testing.T) {
 		"appended":  c.writeAt([]byte("y"), c.Size()),
 		"overwrite": c.writeAt([]byte("z"), chunkSize+1),
 	} {
-		if len(v.pins) != 1 || v.pins[0] != any(pin) {
+		if v.pins == nil || len(*v.pins) != 1 || (*v.pins)[0] != any(pin) {
 			t.Errorf("%s: pins %v, want the shared write's", what, v.pins)
 		}
 	}
 	if got := c.bytes(); !bytes.Equal(got[chunkSize:], p) || string(got[:4]) != "head" {
 		t.Errorf("contents differ at %d", firstDiff(got[chunkSize:], p))
 	}
-	if v := (*content)(nil).writeShared(p[:chunkSize-1], 1, pin); len(v.pins) != 0 {
+	if v := (*content)(nil).writeShared(p[:chunkSize-1], 1, pin); v.pins != nil {
 		t.Errorf("a shared write of no whole chunk keeps pins %v", v.pins)
 	}
 }
