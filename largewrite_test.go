@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -360,6 +362,13 @@ func TestLargeWriteFaults(t *testing.T) {
 	if testsize.Short() || raceEnabled {
 		stride = 7
 	}
+	for _, policy := range []packfs.SyncPolicy{packfs.SyncOnCommit, packfs.SyncAlways} {
+		t.Run(fmt.Sprint("policy=", policy), func(t *testing.T) { largeFaults(t, steps, states, policy, stride) })
+	}
+}
+
+func largeFaults(t *testing.T, steps []largeStep, states map[string][]int, policy packfs.SyncPolicy, stride int) {
+	buf := make([]byte, 1<<20)
 	total := -1
 	for k := 0; total < 0 || k < total; k += stride {
 		dir := t.TempDir()
@@ -370,7 +379,7 @@ func TestLargeWriteFaults(t *testing.T) {
 		fy := vfstest.NewFaulty(d, k)
 		acked := -1
 		var failure error
-		if s, err := packfs.Open("", &packfs.Options{FS: fy, CheckpointBytes: -1}); err == nil {
+		if s, err := packfs.Open("", &packfs.Options{FS: fy, CheckpointBytes: -1, Sync: policy}); err == nil {
 			var last []byte // the file after the last step that succeeded
 			f, err := s.OpenFile("big", os.O_RDWR|os.O_CREATE, 0o644)
 			for i, st := range steps {
@@ -382,6 +391,9 @@ func TestLargeWriteFaults(t *testing.T) {
 				}
 				if last, err = s.ReadFile("big"); err != nil {
 					t.Fatalf("fault at %d: read: %v", k, err)
+				}
+				if policy == packfs.SyncAlways {
+					acked = i
 				}
 				if i%3 == 0 {
 					if err = f.Sync(); err == nil {
@@ -537,4 +549,98 @@ func TestLargeWriteSIGKILL(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestLargeWriteEdges: large writes at the edges: past the largest
+// offset (EINVAL, nothing logged), far out (a hole), through a closed or
+// read-only handle, to a file renamed or removed while open; the store
+// reopens to what succeeded.
+func TestLargeWriteEdges(t *testing.T) {
+	dir := t.TempDir()
+	s, err := packfs.Open(dir, &packfs.Options{CheckpointBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := bytes.Repeat([]byte("edge"), 32<<10) // 128 KiB
+	f, err := s.OpenFile("a", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(p, math.MaxInt64-100); !errors.Is(err, syscall.EINVAL) {
+		t.Fatalf("WriteAt past the largest offset: %v, want EINVAL", err)
+	}
+	if fi, err := f.Stat(); err != nil || fi.Size() != 0 {
+		t.Fatalf("after a refused write: %v, %v", fi, err)
+	}
+	const far = 1 << 40
+	if n, err := f.WriteAt(p, far); err != nil || n != len(p) {
+		t.Fatalf("WriteAt %d: %d, %v", int64(far), n, err)
+	}
+	if _, err := f.WriteAt(p, -1); err == nil {
+		t.Fatal("WriteAt -1 succeeded")
+	}
+	ro, err := s.Open("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ro.(largeFile).Write(p); err == nil {
+		t.Fatal("a write through a read-only handle succeeded")
+	}
+	ro.Close()
+	if err := s.Rename("a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(p); err != nil { // at offset 0, logged as b's
+		t.Fatal(err)
+	}
+	g, err := s.OpenFile("gone", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Remove("gone"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Write(p); err != nil {
+		t.Fatalf("a write to a removed file: %v", err)
+	}
+	back := make([]byte, len(p))
+	if _, err := g.(io.ReaderAt).ReadAt(back, 0); err != nil || !bytes.Equal(back, p) {
+		t.Fatalf("the removed file reads back %v", err)
+	}
+	g.Close()
+	f.Close()
+	if _, err := f.Write(p); err == nil {
+		t.Fatal("a write through a closed handle succeeded")
+	}
+	check := func(what string, s *packfs.Store) {
+		fi, err := s.Stat("b")
+		if err != nil || fi.Size() != far+int64(len(p)) {
+			t.Fatalf("%s: b: %v, %v", what, fi, err)
+		}
+		h, err := s.Open("b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		for _, off := range []int64{0, far} {
+			if _, err := h.(io.ReaderAt).ReadAt(back, off); err != nil && err != io.EOF || !bytes.Equal(back, p) {
+				t.Fatalf("%s: b at %d: %v", what, off, err)
+			}
+		}
+		if _, err := h.(io.ReaderAt).ReadAt(back[:10], 1<<30); err != nil || !bytes.Equal(back[:10], make([]byte, 10)) {
+			t.Fatalf("%s: the hole reads %q, %v", what, back[:10], err)
+		}
+		if _, err := s.Stat("gone"); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s: gone: %v", what, err)
+		}
+	}
+	check("open", s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = packfs.Open(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	check("reopened", s)
 }
