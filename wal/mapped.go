@@ -22,7 +22,10 @@ import (
 // after them, and only Open cuts a torn tail, before any mapping of the
 // segment by that log. Reading a mapped byte reads the segment's page,
 // so a view is only as good as the page cache: an I/O error on a page
-// evicted and read again faults, as it does for a mapped pack.
+// evicted and read again faults, as it does for a mapped pack; and a log
+// opened again in the same process, after a failed sync lost written
+// pages, may cut a torn tail below a view the earlier log handed out,
+// which then faults too.
 
 // mapWindow is the size and alignment of a mapped window of a segment.
 const mapWindow = 64 << 20
