@@ -360,7 +360,7 @@ func TestLargeWriteFaults(t *testing.T) {
 	}
 	stride := 1
 	if testsize.Short() || raceEnabled {
-		stride = 7
+		stride = 13
 	}
 	for _, policy := range []packfs.SyncPolicy{packfs.SyncOnCommit, packfs.SyncAlways} {
 		t.Run(fmt.Sprint("policy=", policy), func(t *testing.T) { largeFaults(t, steps, states, policy, stride) })
