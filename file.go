@@ -149,6 +149,25 @@ func (f *file) WriteAt(p []byte, off int64) (int, error) {
 	return n, f.rename(err)
 }
 
+// sharedWriter is a layer's file that writes without copying what it
+// can (the in-memory layer's; see storeFile.write).
+type sharedWriter interface {
+	WriteShared(p []byte, off int64, advance bool, log func() ([]byte, any, error)) (int, error)
+}
+
+// WriteShared is the layer's WriteShared, where its file has one; else it
+// fails with errors.ErrUnsupported, having done nothing.
+func (f *file) WriteShared(p []byte, off int64, advance bool, log func() ([]byte, any, error)) (int, error) {
+	cf := f.cur()
+	defer f.mu.Unlock()
+	w, ok := cf.(sharedWriter)
+	if !ok {
+		return 0, errors.ErrUnsupported
+	}
+	n, err := w.WriteShared(p, off, advance, log)
+	return n, f.rename(err)
+}
+
 func (f *file) WriteString(s string) (int, error) {
 	cf := f.cur()
 	defer f.mu.Unlock()

@@ -555,22 +555,39 @@ func (s *Store) tick() int64 {
 // pre before it; s.wmu is held. If the log fails, the change is undone
 // for every reader (see fail).
 func (s *Store) logOp(o *op, pre undoPoint) (wal.LSN, error) {
-	var p wal.LSN
-	var err error
+	p, _, _, err := s.appendOp(o, false)
+	return s.logged(p, err, pre)
+}
+
+// appendOp appends o to the log; s.wmu is held. With mapped set, a large
+// write's data is also returned as the log's pages hold it, with what
+// keeps them mapped, where the log can map them (see wal.AppendMapped).
+func (s *Store) appendOp(o *op, mapped bool) (p wal.LSN, view []byte, m *wal.Mapping, err error) {
 	if o.split() {
 		es := o.entries()
 		if p, err = s.log.Append(es...); err == nil && s.tail != nil {
 			s.tail = append(s.tail, es...)
 		}
-	} else {
-		// One entry, its head encoded in a buffer kept for the next and
-		// its data logged from where it lies: no allocation, and a large
-		// write is copied by the page cache alone.
-		s.enc = o.encodeHead(s.enc[:0])
-		if p, err = s.log.AppendSplit(s.enc, o.data); err == nil && s.tail != nil {
-			s.tail = append(s.tail, append(bytes.Clone(s.enc), o.data...))
-		}
+		return p, nil, nil, err
 	}
+	// One entry, its head encoded in a buffer kept for the next and its
+	// data logged from where it lies: no allocation, and a large write
+	// is copied by the page cache alone.
+	s.enc = o.encodeHead(s.enc[:0])
+	if mapped {
+		p, view, m, err = s.log.AppendMapped(s.enc, o.data)
+	} else {
+		p, err = s.log.AppendSplit(s.enc, o.data)
+	}
+	if err == nil && s.tail != nil {
+		s.tail = append(s.tail, append(bytes.Clone(s.enc), o.data...))
+	}
+	return p, view, m, err
+}
+
+// logged finishes the logging of a change whose append gave p and err,
+// and which pre was the state before; s.wmu is held.
+func (s *Store) logged(p wal.LSN, err error, pre undoPoint) (wal.LSN, error) {
 	switch {
 	case err != nil && pre.top == nil:
 		// The log failed on another goroutine's sync after o was found

@@ -240,6 +240,11 @@ func (h *storeFile) write(p []byte, off int64, positioned bool) (int, error) {
 	}
 	o := op{kind: opWriteAt, time: s.tick(), path: h.path, a: at, data: p}
 	pre := s.undoFor(&o)
+	if sw, ok := f.(sharedWriter); ok && h.path != "" && len(p) >= sharedMin && !o.split() {
+		if n, done, err := h.writeShared(sw, &o, pre, !positioned); done {
+			return n, err
+		}
+	}
 	var n int
 	if positioned {
 		n, err = f.WriteAt(p, off)
@@ -260,6 +265,57 @@ func (h *storeFile) write(p []byte, off int64, positioned bool) (int, error) {
 		err = lerr
 	}
 	return n, err
+}
+
+// sharedMin is the size from which a write through a handle is logged
+// before it applies, so that the file's chunks it fills whole can be the
+// log's pages (see writeShared): a chunk of the in-memory layer.
+const sharedMin = 64 << 10
+
+// writeShared makes the write o, at o.a and of o.data, through sw, the
+// union's file of the in-memory layer, as write does but logged first:
+// the chunks it fills whole are then the log's mapped pages, not a copy
+// of them, so the data is in memory once, in the page cache, and the
+// write costs about what a host file system's does. s.wmu is held, and
+// released; pre is the state before. done is false when sw cannot (the
+// layer beneath is not the in-memory one): nothing was done, and the
+// caller writes as ever.
+//
+// The file checks the write before it calls the log, so a logged write
+// always applies; a failed append leaves the file as it was.
+func (h *storeFile) writeShared(sw sharedWriter, o *op, pre undoPoint, advance bool) (n int, done bool, err error) {
+	s := h.s
+	var p wal.LSN
+	var lerr error
+	appended := false
+	n, err = sw.WriteShared(o.data, o.a, advance, func() ([]byte, any, error) {
+		appended = true
+		var view []byte
+		var m *wal.Mapping
+		p, view, m, lerr = s.appendOp(o, true)
+		if lerr != nil {
+			return nil, nil, lerr
+		}
+		if m == nil {
+			return nil, nil, nil // not mapped: the file copies the data
+		}
+		return view, m, nil
+	})
+	if !appended && errors.Is(err, errors.ErrUnsupported) {
+		return 0, false, nil
+	}
+	if lerr != nil {
+		// Nothing applied: the tree is pre already, and the store
+		// fails from now on.
+		err = s.fail(lerr, &pre)
+	} else if appended {
+		_, err = s.logged(p, nil, pre)
+	}
+	s.wmu.Unlock()
+	if !appended {
+		return n, true, err // the file refused the write
+	}
+	return n, true, s.done(p, err)
 }
 
 func (h *storeFile) Truncate(size int64) error {

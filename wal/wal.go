@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/packfs/packfs/vfs"
 )
@@ -95,6 +96,11 @@ type Log struct {
 	allocated int64         // the segment file's size; guarded by flushMu
 	slot      int64         // the durable offset the segment's slot holds, -1 if it has none; guarded by flushMu
 	synced    atomic.Uint64 // an LSN: everything before it is durable
+
+	// mapMu guards the windows AppendMapped has mapped (see mapped.go).
+	mapMu   sync.Mutex
+	windows map[windowKey]weak.Pointer[Mapping]
+	noMap   bool
 }
 
 // Open replays the log in fsys and opens it for appending. apply gets
@@ -787,6 +793,7 @@ func (l *Log) Drop(id uint64) error {
 	l.size = l.written + int64(len(l.buf))
 	l.mu.Unlock()
 	if len(drop) > 0 {
+		l.forget(drop[len(drop)-1] + 1)
 		return l.fsys.SyncDir()
 	}
 	return nil

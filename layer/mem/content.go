@@ -1,5 +1,7 @@
 package mem
 
+import "runtime"
+
 // A file's bytes are kept in chunks of chunkSize under a persistent radix
 // tree, so that a new version shares every chunk it does not change: an
 // append copies nothing already written and an overwrite copies at most the
@@ -26,14 +28,18 @@ const (
 // appends inside it touch no tree node; a tail enters the tree when the file
 // grows past it.
 type content struct {
-	size   int64
-	tail   []byte // the last chunk, index (size-1)>>chunkShift
-	hw     *int   // high-water mark of tail's backing array, or nil
-	height int    // of the tree of the chunks before the tail; 0: empty
-	root   *inner
+	size int64
+	tail []byte // the last chunk, index (size-1)>>chunkShift
+	hw   *int32 // high-water mark of tail's backing array, or nil
+	root *inner
+	// pins keep valid the memory of chunks that writeShared took from
+	// its caller rather than copied (a mapped log's pages); every version
+	// that may hold such a chunk carries them. Immutable once set.
+	pins   *[]any
+	height int32 // of the tree of the chunks before the tail; 0: empty
 	// mark holds hw for the version that made a new tail, so that the two
-	// come in one allocation; it fits the struct's size class for free.
-	mark int
+	// come in one allocation; with height it fits the 64-byte size class.
+	mark int32
 }
 
 // inner is a node of the chunk tree. At height 1 its chunks are the data;
@@ -73,11 +79,11 @@ func (c *content) chunk(i int64) []byte {
 }
 
 func (c *content) treeChunk(i int64) []byte {
-	if c.height == 0 || i >= capacity(c.height) {
+	if c.height == 0 || i >= capacity(int(c.height)) {
 		return nil
 	}
 	n := c.root
-	for h := c.height; h > 1; h-- {
+	for h := int(c.height); h > 1; h-- {
 		n = n.kids[(i>>(fanShift*(h-1)))&(fanout-1)]
 		if n == nil {
 			return nil
@@ -108,6 +114,7 @@ func (c *content) readAt(p []byte, off int64) int {
 		clear(p[n+got : n+want])
 		n += want
 	}
+	runtime.KeepAlive(c) // its pins, while its chunks are read
 	return n
 }
 
@@ -127,13 +134,13 @@ func (c *content) setTreeChunk(i int64, b []byte) {
 	if c.height == 0 {
 		c.height, c.root = 1, nil
 	}
-	for i >= capacity(c.height) {
+	for i >= capacity(int(c.height)) {
 		r := &inner{}
 		r.kids[0] = c.root
 		c.root = r
 		c.height++
 	}
-	c.root = setChunk(c.root, c.height, i, b)
+	c.root = setChunk(c.root, int(c.height), i, b)
 }
 
 func setChunk(n *inner, h int, i int64, b []byte) *inner {
@@ -192,11 +199,11 @@ func (c *content) writeAt(p []byte, off int64) *content {
 		}
 		old := nc.tail
 		need := max(len(old), in+want)
-		if nc.hw != nil && *nc.hw == len(old) && in >= len(old) && need <= cap(old) {
+		if nc.hw != nil && int(*nc.hw) == len(old) && in >= len(old) && need <= cap(old) {
 			// Append into spare capacity nobody else has written.
 			b := old[:need]
 			copy(b[in:], p[n:n+want])
-			*nc.hw = need
+			*nc.hw = int32(need)
 			nc.tail = b
 		} else {
 			// Double the tail so that a run of small appends costs
@@ -205,7 +212,7 @@ func (c *content) writeAt(p []byte, off int64) *content {
 			copy(b, old)
 			copy(b[in:], p[n:n+want])
 			nc.tail = b
-			nc.mark = need
+			nc.mark = int32(need)
 			nc.hw = &nc.mark
 		}
 		n += want
@@ -232,10 +239,10 @@ func (c *content) truncate(size int64) *content {
 	last := (size - 1) >> chunkShift
 	keep := int(size - last<<chunkShift) // bytes of the new tail kept
 	tail := c.chunk(last)
-	nc := &content{size: size, tail: tail[:min(keep, len(tail))]}
+	nc := &content{size: size, tail: tail[:min(keep, len(tail))], pins: c.pins}
 	if last > 0 {
 		nc.height = c.height
-		nc.root = cut(c.root, c.height, last)
+		nc.root = cut(c.root, int(c.height), last)
 	}
 	return nc
 }
@@ -260,4 +267,43 @@ func cut(n *inner, h int, keep int64) *inner {
 		m.kids[full] = cut(n.kids[full], h-1, rest)
 	}
 	return m
+}
+
+// writeShared returns the version of c with p written at off, as writeAt
+// does, but with the chunks p covers whole made of p's own bytes, not
+// copied: p must never change, and its memory stays valid while pin is
+// reachable, which the new version keeps. The rest of p is copied.
+func (c *content) writeShared(p []byte, off int64, pin any) *content {
+	end := off + int64(len(p))
+	first := (off + chunkSize - 1) &^ (chunkSize - 1) // the whole chunks' bytes
+	last := end &^ (chunkSize - 1)
+	if first >= last {
+		return c.writeAt(p, off)
+	}
+	nc := c
+	if first > off {
+		nc = nc.writeAt(p[:first-off], off)
+	}
+	nc = nc.resize(max(nc.Size(), last))
+	for at := first; at < last; at += chunkSize {
+		in := at - off
+		b := p[in : in+chunkSize : in+chunkSize]
+		if i := at >> chunkShift; nc.size > 0 && i == nc.last() {
+			nc.tail, nc.hw = b, nil // full: it never grows in place
+		} else {
+			nc.setTreeChunk(i, b)
+		}
+	}
+	var pins []any
+	if nc.pins != nil {
+		pins = *nc.pins
+	}
+	if n := len(pins); n == 0 || pins[n-1] != pin {
+		pins = append(pins[:n:n], pin) // shared with older versions: copied
+		nc.pins = &pins
+	}
+	if end > last {
+		nc = nc.writeAt(p[last-off:], last)
+	}
+	return nc
 }

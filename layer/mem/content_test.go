@@ -6,15 +6,17 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/packfs/packfs/internal/testsize"
 )
 
 var contentSeeds = flag.Int("mem.seeds", 8, "seeds for the randomized content test")
 
-// TestContentRandom applies random writes and truncates to a content and to
-// a plain byte slice, and checks after each step that the new version
-// matches and that every earlier version kept is unchanged.
+// TestContentRandom applies random writes, shared writes and truncates to
+// a content and to a plain byte slice, and checks after each step that the
+// new version matches, that every earlier version kept is unchanged, and
+// that no write touched the memory a shared write gave.
 func TestContentRandom(t *testing.T) {
 	for seed := range *contentSeeds {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
@@ -26,6 +28,8 @@ func TestContentRandom(t *testing.T) {
 				want []byte
 			}
 			var old []kept
+			type sharedBuf struct{ mem, want []byte }
+			var shared []sharedBuf
 			steps := 300
 			if testsize.Short() || raceEnabled {
 				steps = 60
@@ -39,6 +43,27 @@ func TestContentRandom(t *testing.T) {
 					t.Logf("append %d at %d", len(p), len(model))
 					c = c.writeAt(p, int64(len(model)))
 					model = append(model, p...)
+				case op == 7: // a shared write, aligned or not
+					off := rng.Int64N(limit)
+					if rng.IntN(2) == 0 {
+						off &^= chunkSize - 1
+					}
+					p := randBytes(rng, rng.IntN(3*chunkSize)+1)
+					t.Logf("shared write %d at %d (size %d)", len(p), off, len(model))
+					// The caller's memory, with bytes past p that no
+					// write may touch.
+					mem := append(bytes.Clone(p), bytes.Repeat([]byte{0xee}, 64)...)
+					shared = append(shared, sharedBuf{mem, bytes.Clone(mem)})
+					pin := new(int)
+					c = c.writeShared(mem[:len(p)], off, pin)
+					whole := (off+chunkSize-1)&^(chunkSize-1)+chunkSize <= off+int64(len(p))
+					if whole && (c.pins == nil || (*c.pins)[len(*c.pins)-1] != any(pin)) {
+						t.Fatalf("seed %d step %d: a shared write of whole chunks does not keep its pin", seed, step)
+					}
+					if end := int(off) + len(p); end > len(model) {
+						model = append(model, make([]byte, end-len(model))...)
+					}
+					copy(model[off:], p)
 				case op < 8: // overwrite or write past the end
 					off := rng.Int64N(limit)
 					p := randBytes(rng, rng.IntN(chunkSize)+1)
@@ -89,6 +114,11 @@ func TestContentRandom(t *testing.T) {
 						t.Fatalf("seed %d step %d: kept version %d changed at %d", seed, step, i, firstDiff(got, k.want))
 					}
 				}
+				for i, b := range shared {
+					if !bytes.Equal(b.mem, b.want) {
+						t.Fatalf("seed %d step %d: the memory of shared write %d was written to at %d", seed, step, i, firstDiff(b.mem, b.want))
+					}
+				}
 			}
 		})
 	}
@@ -131,4 +161,34 @@ func firstDiff(a, b []byte) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// TestContentSharedPins: the versions a shared write leads to keep its
+// pin, through truncation, growth and later writes, and a version
+// without a shared chunk has none.
+func TestContentSharedPins(t *testing.T) {
+	if size := unsafe.Sizeof(content{}); size > 64 {
+		t.Errorf("a content takes %d bytes, past its 64-byte size class", size)
+	}
+	pin := new(int)
+	p := bytes.Repeat([]byte{7}, 2*chunkSize)
+	c := (*content)(nil).writeAt([]byte("head"), 0).writeShared(p, chunkSize, pin)
+	for what, v := range map[string]*content{
+		"shared":    c,
+		"shorter":   c.truncate(chunkSize + 10),
+		"longer":    c.truncate(10 * chunkSize),
+		"written":   c.writeAt([]byte("x"), 5*chunkSize),
+		"appended":  c.writeAt([]byte("y"), c.Size()),
+		"overwrite": c.writeAt([]byte("z"), chunkSize+1),
+	} {
+		if v.pins == nil || len(*v.pins) != 1 || (*v.pins)[0] != any(pin) {
+			t.Errorf("%s: pins %v, want the shared write's", what, v.pins)
+		}
+	}
+	if got := c.bytes(); !bytes.Equal(got[chunkSize:], p) || string(got[:4]) != "head" {
+		t.Errorf("contents differ at %d", firstDiff(got[chunkSize:], p))
+	}
+	if v := (*content)(nil).writeShared(p[:chunkSize-1], 1, pin); v.pins != nil {
+		t.Errorf("a shared write of no whole chunk keeps pins %v", v.pins)
+	}
 }

@@ -42,7 +42,9 @@
 // in 64 KiB chunks under a persistent radix tree: appending never copies
 // what is already written and an overwrite copies only the chunks it
 // touches. Seeking past the end and writing, or truncating upwards, leaves
-// a hole that costs no memory.
+// a hole that costs no memory. A handle's WriteShared (the durable store's
+// large write) keeps as chunks the caller's own memory where it fills them
+// whole, pinned by every version that holds them, instead of a copy.
 //
 // # Open files
 //

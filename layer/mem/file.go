@@ -186,6 +186,59 @@ func (h *file) writeAt(op string, p []byte, off int64, appending bool) (int, err
 	return len(p), nil
 }
 
+// WriteShared writes p at off as WriteAt does, but through log and
+// without copying p where it can; when advance is set it moves the
+// offset past what it wrote, as Write does (O_APPEND refuses neither:
+// the caller found the position). Once the write is known to succeed,
+// under the layer's writer lock and before it changes anything, it calls
+// log, which returns p's bytes where they stay unchanged and readable
+// while pin is reachable; the file keeps those bytes as its chunks where
+// p covers chunks whole. A nil shared makes the write copy p. An error
+// from log fails the write, which changes nothing.
+//
+// It is the durable store's large write: log appends p to the store's
+// log and returns the log's mapped pages, so that the data is in memory
+// once, in the page cache.
+func (h *file) WriteShared(p []byte, off int64, advance bool, log func() (shared []byte, pin any, err error)) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if off < 0 {
+		return 0, layer.PathError("writeat", h.name, errors.New("negative offset"))
+	}
+	if err := h.check("write"); err != nil {
+		return 0, err
+	}
+	if !h.writable() {
+		return 0, layer.PathError("write", h.name, errBadFD)
+	}
+	f := h.fsys
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(p) == 0 {
+		return 0, nil
+	}
+	s := h.ino.cur.Load().state()
+	if !s.isRegular() || pastMax(off, len(p)) {
+		return 0, layer.PathError("write", h.name, errInvalid)
+	}
+	shared, pin, err := log()
+	if err != nil {
+		return 0, err
+	}
+	ns := s.with()
+	if len(shared) == len(p) && pin != nil {
+		ns.data = s.data.writeShared(shared, off, pin)
+	} else {
+		ns.data = s.data.writeAt(p, off)
+	}
+	ns.mtime = f.now().UnixNano()
+	f.set(h.ino, ns)
+	if advance {
+		h.off = off + int64(len(p))
+	}
+	return len(p), nil
+}
+
 // pastMax reports whether n bytes at off end past math.MaxInt64, the
 // largest file size, as on tmpfs: Linux refuses such a read or write with
 // EINVAL before it looks at the file.

@@ -69,8 +69,22 @@ func (f *Faulty) OpenFile(name string, flag int, perm fs.FileMode) (vfs.File, er
 	if err != nil {
 		return nil, err
 	}
-	return &faultyFile{File: file, f: f, name: name}, nil
+	ff := &faultyFile{File: file, f: f, name: name}
+	if _, ok := file.(mappable); ok {
+		return &faultyMappable{ff}, nil
+	}
+	return ff, nil
 }
+
+// mappable is a file that can be mapped into memory (an *os.File).
+type mappable interface{ Fd() uintptr }
+
+// faultyMappable is a faultyFile whose file can be mapped, as the log maps
+// its segments: reading the mapped pages is reading memory, which no
+// fault reaches.
+type faultyMappable struct{ *faultyFile }
+
+func (fm *faultyMappable) Fd() uintptr { return fm.File.(mappable).Fd() }
 
 func (f *Faulty) Rename(oldname, newname string) error {
 	if err := f.fail("rename", oldname); err != nil {
