@@ -1,0 +1,58 @@
+package mem
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestWalkNames checks that the one-pass walk of plain names agrees with
+// the full walk on every name it accepts, and that it refuses what needs
+// the full walk: symlinks, ".", "..", "", trailing and doubled slashes,
+// files used as directories, non-ASCII and over-long elements, missing
+// names.
+func TestWalkNames(t *testing.T) {
+	f := New()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(f.MkdirAll("a/b/c", 0o755))
+	must(f.WriteFile("a/b/c/f", []byte("x"), 0o644))
+	must(f.WriteFile("a/é", []byte("x"), 0o644))
+	must(f.WriteFile("a/"+strings.Repeat("n", 255), []byte("x"), 0o644))
+	must(f.Symlink("b", "a/lb"))
+	must(f.Symlink("c/f", "a/b/lf"))
+	must(f.Symlink("/a", "top"))
+	root := f.root.Load()
+	long := strings.Repeat("n", 255)
+	for _, tc := range []struct {
+		name string
+		fast bool // walkNames answers it
+	}{
+		{"a", true}, {"a/b", true}, {"a/b/c/f", true}, {"a/" + long, true},
+		{"a/b/lf", false}, // followed at the end
+		{"a/lb/c", false}, {"top/b", false}, {"top", false},
+		{".", false}, {"a/.", false}, {"a/..", false}, {"a/../a", false},
+		{"", false}, {"a/", false}, {"a//b", false}, {"/a", false},
+		{"a/b/c/f/g", false}, {"a/é", false}, {"a/" + long + "n", false},
+		{"missing", false}, {"a/missing", false}, {"missing/x", false},
+		{strings.Repeat("a/", 2100) + "f", false},
+	} {
+		for _, follow := range []bool{true, false} {
+			fw, ok := walkNames(root, tc.name, follow)
+			want := tc.fast && !(tc.name == "top" && follow)
+			if tc.name == "a/b/lf" || tc.name == "top" {
+				want = !follow // a final symlink is the walk's own answer without follow
+			}
+			if ok != want {
+				t.Errorf("walkNames(%.40q, follow=%v) answered %v, want %v", tc.name, follow, ok, want)
+			}
+			w, _, err := walkTo(root, tc.name, follow, false)
+			if ok && (err != nil || w != fw) {
+				t.Errorf("walkNames(%.40q, follow=%v) = %+v; walkTo gives %+v, %v", tc.name, follow, fw, w, err)
+			}
+		}
+	}
+}
