@@ -1,7 +1,10 @@
 package mem
 
 import (
+	"errors"
+	"io/fs"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -53,6 +56,47 @@ func TestWalkNames(t *testing.T) {
 			if ok && (err != nil || w != fw) {
 				t.Errorf("walkNames(%.40q, follow=%v) = %+v; walkTo gives %+v, %v", tc.name, follow, fw, w, err)
 			}
+		}
+	}
+}
+
+// TestStatBesideClose stats one handle from several goroutines while it
+// is closed: each Stat describes the file or fails with fs.ErrClosed, and
+// the race detector sees no unguarded access.
+func TestStatBesideClose(t *testing.T) {
+	f := New()
+	if err := f.WriteFile("x", []byte("abc"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		h, err := f.Open("x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for range 20 {
+					fi, err := h.Stat()
+					switch {
+					case errors.Is(err, fs.ErrClosed):
+						return
+					case err != nil:
+						t.Error(err)
+						return
+					case fi.Size() != 3 || fi.Name() != "x":
+						t.Errorf("Stat: %s, %d bytes", fi.Name(), fi.Size())
+						return
+					}
+				}
+			})
+		}
+		if err := h.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		if _, err := h.Stat(); !errors.Is(err, fs.ErrClosed) {
+			t.Fatalf("Stat after Close: %v, want fs.ErrClosed", err)
 		}
 	}
 }
