@@ -41,19 +41,19 @@ func (m Map[K, V]) SetOwned(o Owner, k K, v V) Map[K, V] {
 	for {
 		if t == nil {
 			sub = a.new()
-			sub.key, sub.val, sub.prio = k, v, p
+			sub.key, sub.val, sub.prio, sub.pre = k, v, p, c.pre(k)
 			break
 		}
 		d := c.compare(k, t.key)
 		if d == 0 {
 			sub = clone(t, o)
-			sub.key, sub.val = k, v
+			sub.key, sub.val, sub.pre = k, v, c.pre(k)
 			added = false
 			break
 		}
 		if p > t.prio || (p == t.prio && d < 0) {
 			x := a.new()
-			x.key, x.val, x.prio = k, v, p
+			x.key, x.val, x.prio, x.pre = k, v, p, c.pre(k)
 			var eq *node[K, V]
 			x.left, x.right, eq = split3(c, t, k, &a)
 			added = eq == nil

@@ -2,6 +2,7 @@ package treap
 
 import (
 	"cmp"
+	"encoding/binary"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -9,17 +10,22 @@ import (
 )
 
 // node is one entry of a treap. For a string key and an 8-byte value it is
-// 48 bytes: left and right (16), key (16), val (8), prio (4) and owner
-// (4), which is exactly one of Go's size classes.
+// 56 bytes: left and right (16), pre (8), key (16), val (8), prio (4) and
+// owner (4), allocated in Go's 64-byte size class, where no node
+// straddles two cache lines.
 //
-// key, val and prio never change once a node is reachable. left and
+// key, val, pre and prio never change once a node is reachable. left and
 // right change only on a Builder's nodes, which no reader can reach, and
 // on the nodes of an Owner (see SetOwned), where a writer replaces a
 // child with one atomic store while readers load it atomically.
 type node[K, V any] struct {
 	left, right *node[K, V]
-	key         K
-	val         V
+	// pre is the first 8 bytes of a string key (see prefix8), 0 for any
+	// other: a search compares it before the key, which decides most
+	// steps without loading the key's bytes, a second dependent load.
+	pre uint64
+	key K
+	val V
 	// prio is derived from the hash of key. A node's priority is higher
 	// than its children's; ties are broken by key order (the smaller key
 	// is the ancestor), so a set of keys has exactly one shape.
@@ -59,6 +65,15 @@ func (c *config[K]) compare(a, b K) int {
 		return compareStrings(unsafe.Pointer(&a), unsafe.Pointer(&b))
 	}
 	return c.cmp(a, b)
+}
+
+// pre returns the prefix a node of key k keeps: prefix8 of a string key,
+// 0 for any other.
+func (c *config[K]) pre(k K) uint64 {
+	if c.str {
+		return prefix8(*(*string)(unsafe.Pointer(&k)))
+	}
+	return 0
 }
 
 // compareStrings compares the strings at a and b; c.str guarantees that
@@ -150,10 +165,20 @@ func (m Map[K, V]) Get(k K) (V, bool) {
 	return zero, false
 }
 
-// getString is Get for keys whose underlying type is string.
+// getString is Get for keys whose underlying type is string. A step
+// whose two prefixes differ is decided by them alone.
 func getString[K, V any](t *node[K, V], k string) (V, bool) {
+	kp := prefix8(k)
 	for t != nil {
-		d := strings.Compare(k, *(*string)(unsafe.Pointer(&t.key)))
+		var d int
+		switch {
+		case kp < t.pre:
+			d = -1
+		case kp > t.pre:
+			d = 1
+		default:
+			d = strings.Compare(k, *(*string)(unsafe.Pointer(&t.key)))
+		}
 		if d == 0 {
 			return t.val, true
 		}
@@ -165,6 +190,22 @@ func getString[K, V any](t *node[K, V], k string) (V, bool) {
 	}
 	var zero V
 	return zero, false
+}
+
+// prefix8 returns the first 8 bytes of s as a big-endian integer, padded
+// with zero bytes. Where prefix8(a) and prefix8(b) differ they order a
+// and b as strings.Compare does: at the first byte where they differ,
+// either both strings have bytes, which decide, or the shorter one has
+// padding, below the longer's byte, and is a prefix of it.
+func prefix8(s string) uint64 {
+	if len(s) >= 8 {
+		return binary.BigEndian.Uint64(unsafe.Slice(unsafe.StringData(s), 8))
+	}
+	var p uint64
+	for i := 0; i < len(s); i++ {
+		p |= uint64(s[i]) << (56 - 8*i)
+	}
+	return p
 }
 
 // Set returns a map with k mapped to v. It copies the O(log n) nodes on
@@ -252,7 +293,7 @@ func (m Map[K, V]) Clear() Map[K, V] {
 // clone returns a copy of t owned by o. The writer alone calls it, so it
 // reads t's children plainly.
 func clone[K, V any](t *node[K, V], o Owner) *node[K, V] {
-	return &node[K, V]{left: t.left, right: t.right, key: t.key, val: t.val, prio: t.prio, owner: o}
+	return &node[K, V]{left: t.left, right: t.right, pre: t.pre, key: t.key, val: t.val, prio: t.prio, owner: o}
 }
 
 // alloc makes the node copies of one operation, owned by owner. With
@@ -290,7 +331,7 @@ func insert[K, V any](c *config[K], root *node[K, V], k K, v V, p uint32, a *all
 		d := c.compare(k, t.key)
 		if d == 0 {
 			n := a.own(t)
-			n.key, n.val = k, v
+			n.key, n.val, n.pre = k, v, c.pre(k)
 			*link = n
 			return root, false
 		}
@@ -306,7 +347,7 @@ func insert[K, V any](c *config[K], root *node[K, V], k K, v V, p uint32, a *all
 		}
 	}
 	x := a.new()
-	x.key, x.val, x.prio = k, v, p
+	x.key, x.val, x.prio, x.pre = k, v, p, c.pre(k)
 	var eq *node[K, V]
 	// k beats t, so with a consistent hash k is not below t; split3 still
 	// drops it if an inconsistent hash put it there.
