@@ -76,6 +76,18 @@ func (c *config[K]) pre(k K) uint64 {
 	return 0
 }
 
+// compareAt is c.compare(k, t.key) for kp, c.pre(k): by the prefixes
+// alone where they differ.
+func compareAt[K, V any](c *config[K], k K, kp uint64, t *node[K, V]) int {
+	switch {
+	case kp < t.pre:
+		return -1
+	case kp > t.pre:
+		return 1
+	}
+	return c.compare(k, t.key)
+}
+
 // compareStrings compares the strings at a and b; c.str guarantees that
 // K's underlying type is string, so the reinterpretation is exact.
 func compareStrings(a, b unsafe.Pointer) int {
@@ -231,8 +243,9 @@ func (m Map[K, V]) Delete(k K) Map[K, V] {
 	var buf [64]*node[K, V]
 	path := buf[:0]
 	t := m.root
+	kp := c.pre(k)
 	for t != nil {
-		d := c.compare(k, t.key)
+		d := compareAt(c, k, kp, t)
 		if d == 0 {
 			break
 		}
@@ -327,11 +340,12 @@ func (a *alloc[K, V]) own(t *node[K, V]) *node[K, V] {
 func insert[K, V any](c *config[K], root *node[K, V], k K, v V, p uint32, a *alloc[K, V]) (*node[K, V], bool) {
 	link := &root
 	t := root
+	kp := c.pre(k)
 	for t != nil {
-		d := c.compare(k, t.key)
+		d := compareAt(c, k, kp, t)
 		if d == 0 {
 			n := a.own(t)
-			n.key, n.val, n.pre = k, v, c.pre(k)
+			n.key, n.val, n.pre = k, v, kp
 			*link = n
 			return root, false
 		}
@@ -347,7 +361,7 @@ func insert[K, V any](c *config[K], root *node[K, V], k K, v V, p uint32, a *all
 		}
 	}
 	x := a.new()
-	x.key, x.val, x.prio, x.pre = k, v, p, c.pre(k)
+	x.key, x.val, x.prio, x.pre = k, v, p, kp
 	var eq *node[K, V]
 	// k beats t, so with a consistent hash k is not below t; split3 still
 	// drops it if an inconsistent hash put it there.
@@ -361,8 +375,9 @@ func insert[K, V any](c *config[K], root *node[K, V], k K, v V, p uint32, a *all
 func remove[K, V any](c *config[K], root *node[K, V], k K, a *alloc[K, V]) *node[K, V] {
 	link := &root
 	t := root
+	kp := c.pre(k)
 	for t != nil {
-		d := c.compare(k, t.key)
+		d := compareAt(c, k, kp, t)
 		if d == 0 {
 			*link = join(t.left, t.right, a)
 			return root
@@ -382,8 +397,9 @@ func remove[K, V any](c *config[K], root *node[K, V], k K, a *alloc[K, V]) *node
 // and the node holding k itself (nil if none).
 func split3[K, V any](c *config[K], t *node[K, V], k K, a *alloc[K, V]) (l, r, eq *node[K, V]) {
 	lp, rp := &l, &r
+	kp := c.pre(k)
 	for t != nil {
-		d := c.compare(k, t.key)
+		d := compareAt(c, k, kp, t)
 		if d == 0 {
 			*lp, *rp = t.left, t.right
 			return l, r, t
@@ -445,8 +461,9 @@ func join[K, V any](l, r *node[K, V], a *alloc[K, V]) *node[K, V] {
 
 // find returns the node holding k, or nil.
 func find[K, V any](c *config[K], t *node[K, V], k K) *node[K, V] {
+	kp := c.pre(k)
 	for t != nil {
-		d := c.compare(k, t.key)
+		d := compareAt(c, k, kp, t)
 		if d == 0 {
 			return t
 		}
