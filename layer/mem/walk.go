@@ -36,8 +36,8 @@ func walk(root *entry, name string, follow bool) (where, error) {
 // walkNames is walk where that takes no more than looking each element up
 // in turn, in one pass over name: every element a name (not "", "." or
 // ".."), ASCII and at most pathwalk.MaxName bytes, each but the last a
-// directory, no symlink on the way (nor at the end, with follow), and the
-// last one there. It reports false for anything else, which walkTo then
+// directory, no symlink on the way (nor at the end, with follow); the last
+// one may be missing. It reports false for anything else, which walkTo then
 // resolves from the start with every check in its order, so that the two
 // agree: a path walkNames accepts is one walkTo finds the same way.
 func walkNames(root *entry, name string, follow bool) (where, bool) {
@@ -59,6 +59,11 @@ func walkNames(root *entry, name string, follow bool) (where, bool) {
 		}
 		child, ok := ds.kids.Get(elem)
 		if !ok {
+			if i == len(name) {
+				// Missing, as most names a union asks its upper
+				// layer for are: where it would be.
+				return where{dir: dir, base: elem}, true
+			}
 			return where{}, false
 		}
 		cs := child.state()

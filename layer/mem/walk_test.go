@@ -9,10 +9,10 @@ import (
 )
 
 // TestWalkNames checks that the one-pass walk of plain names agrees with
-// the full walk on every name it accepts, and that it refuses what needs
-// the full walk: symlinks, ".", "..", "", trailing and doubled slashes,
-// files used as directories, non-ASCII and over-long elements, missing
-// names.
+// the full walk on every name it accepts, a missing last element among
+// them, and that it refuses what needs the full walk: symlinks, ".",
+// "..", "", trailing and doubled slashes, files used as directories,
+// non-ASCII and over-long elements, a missing directory on the way.
 func TestWalkNames(t *testing.T) {
 	f := New()
 	must := func(err error) {
@@ -40,7 +40,8 @@ func TestWalkNames(t *testing.T) {
 		{".", false}, {"a/.", false}, {"a/..", false}, {"a/../a", false},
 		{"", false}, {"a/", false}, {"a//b", false}, {"/a", false},
 		{"a/b/c/f/g", false}, {"a/é", false}, {"a/" + long + "n", false},
-		{"missing", false}, {"a/missing", false}, {"missing/x", false},
+		{"missing", true}, {"a/missing", true}, {"missing/x", false},
+		{"missing/" + long + "n", false}, {"missing/../x", false},
 		{strings.Repeat("a/", 2100) + "f", false},
 	} {
 		for _, follow := range []bool{true, false} {
