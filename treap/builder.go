@@ -49,7 +49,7 @@ func (b *Builder[K, V]) Set(k K, v V) {
 		b.max, b.hasMax = t.key, true
 	}
 	if !b.hasMax || c.compare(k, b.max) > 0 {
-		b.push(k, v, c.prio(k), c.pre(k))
+		b.push(k, v, c.prio(k))
 		return
 	}
 	ta := alloc[K, V]{owner: builderOwner, inPlace: true}
@@ -62,11 +62,11 @@ func (b *Builder[K, V]) Set(k K, v V) {
 
 // push appends k, greater than every key, by popping the right spine
 // down to the first node that beats it.
-func (b *Builder[K, V]) push(k K, v V, p uint32, pre uint64) {
+func (b *Builder[K, V]) push(k K, v V, p uint32) {
 	if !b.spineOK {
 		b.loadSpine()
 	}
-	x := &node[K, V]{key: k, pre: pre, val: v, prio: p, owner: builderOwner}
+	x := &node[K, V]{key: k, val: v, prio: p, owner: builderOwner}
 	s := b.spine
 	var last *node[K, V]
 	// On equal priorities the spine node has the smaller key and wins.

@@ -40,9 +40,6 @@ func (m Map[K, V]) Check() error {
 		if p := c.prio(t.key); p != t.prio {
 			return fmt.Errorf("treap: node %v has priority %#x, its hash gives %#x", t.key, t.prio, p)
 		}
-		if p := c.pre(t.key); p != t.pre {
-			return fmt.Errorf("treap: node %v has prefix %#x, its key gives %#x", t.key, t.pre, p)
-		}
 		for _, ch := range [2]*node[K, V]{t.left, t.right} {
 			if ch != nil && (ch.prio > t.prio || ch.prio == t.prio && c.cmp(ch.key, t.key) < 0) {
 				return fmt.Errorf("treap: child %v (priority %#x) beats parent %v (priority %#x)", ch.key, ch.prio, t.key, t.prio)

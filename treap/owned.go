@@ -38,23 +38,22 @@ func (m Map[K, V]) SetOwned(o Owner, k K, v V) Map[K, V] {
 	added := true
 	var sub *node[K, V]
 	t := m.root
-	kp := c.pre(k)
 	for {
 		if t == nil {
 			sub = a.new()
-			sub.key, sub.val, sub.prio, sub.pre = k, v, p, kp
+			sub.key, sub.val, sub.prio = k, v, p
 			break
 		}
-		d := compareAt(c, k, kp, t)
+		d := c.compare(k, t.key)
 		if d == 0 {
 			sub = clone(t, o)
-			sub.key, sub.val, sub.pre = k, v, kp
+			sub.key, sub.val = k, v
 			added = false
 			break
 		}
 		if p > t.prio || (p == t.prio && d < 0) {
 			x := a.new()
-			x.key, x.val, x.prio, x.pre = k, v, p, kp
+			x.key, x.val, x.prio = k, v, p
 			var eq *node[K, V]
 			x.left, x.right, eq = split3(c, t, k, &a)
 			added = eq == nil
@@ -90,9 +89,8 @@ func (m Map[K, V]) DeleteOwned(o Owner, k K) Map[K, V] {
 	var lbuf [64]bool
 	path, left := pbuf[:0], lbuf[:0]
 	t := m.root
-	kp := c.pre(k)
 	for t != nil {
-		d := compareAt(c, k, kp, t)
+		d := c.compare(k, t.key)
 		if d == 0 {
 			break
 		}

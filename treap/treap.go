@@ -2,7 +2,6 @@ package treap
 
 import (
 	"cmp"
-	"encoding/binary"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -10,22 +9,17 @@ import (
 )
 
 // node is one entry of a treap. For a string key and an 8-byte value it is
-// 56 bytes: left and right (16), pre (8), key (16), val (8), prio (4) and
-// owner (4), allocated in Go's 64-byte size class, where no node
-// straddles two cache lines.
+// 48 bytes: left and right (16), key (16), val (8), prio (4) and owner
+// (4), which is exactly one of Go's size classes.
 //
-// key, val, pre and prio never change once a node is reachable. left and
+// key, val and prio never change once a node is reachable. left and
 // right change only on a Builder's nodes, which no reader can reach, and
 // on the nodes of an Owner (see SetOwned), where a writer replaces a
 // child with one atomic store while readers load it atomically.
 type node[K, V any] struct {
 	left, right *node[K, V]
-	// pre is the first 8 bytes of a string key (see prefix8), 0 for any
-	// other: a search compares it before the key, which decides most
-	// steps without loading the key's bytes, a second dependent load.
-	pre uint64
-	key K
-	val V
+	key         K
+	val         V
 	// prio is derived from the hash of key. A node's priority is higher
 	// than its children's; ties are broken by key order (the smaller key
 	// is the ancestor), so a set of keys has exactly one shape.
@@ -65,27 +59,6 @@ func (c *config[K]) compare(a, b K) int {
 		return compareStrings(unsafe.Pointer(&a), unsafe.Pointer(&b))
 	}
 	return c.cmp(a, b)
-}
-
-// pre returns the prefix a node of key k keeps: prefix8 of a string key,
-// 0 for any other.
-func (c *config[K]) pre(k K) uint64 {
-	if c.str {
-		return prefix8(*(*string)(unsafe.Pointer(&k)))
-	}
-	return 0
-}
-
-// compareAt is c.compare(k, t.key) for kp, c.pre(k): by the prefixes
-// alone where they differ.
-func compareAt[K, V any](c *config[K], k K, kp uint64, t *node[K, V]) int {
-	switch {
-	case kp < t.pre:
-		return -1
-	case kp > t.pre:
-		return 1
-	}
-	return c.compare(k, t.key)
 }
 
 // compareStrings compares the strings at a and b; c.str guarantees that
@@ -177,20 +150,10 @@ func (m Map[K, V]) Get(k K) (V, bool) {
 	return zero, false
 }
 
-// getString is Get for keys whose underlying type is string. A step
-// whose two prefixes differ is decided by them alone.
+// getString is Get for keys whose underlying type is string.
 func getString[K, V any](t *node[K, V], k string) (V, bool) {
-	kp := prefix8(k)
 	for t != nil {
-		var d int
-		switch {
-		case kp < t.pre:
-			d = -1
-		case kp > t.pre:
-			d = 1
-		default:
-			d = strings.Compare(k, *(*string)(unsafe.Pointer(&t.key)))
-		}
+		d := strings.Compare(k, *(*string)(unsafe.Pointer(&t.key)))
 		if d == 0 {
 			return t.val, true
 		}
@@ -202,22 +165,6 @@ func getString[K, V any](t *node[K, V], k string) (V, bool) {
 	}
 	var zero V
 	return zero, false
-}
-
-// prefix8 returns the first 8 bytes of s as a big-endian integer, padded
-// with zero bytes. Where prefix8(a) and prefix8(b) differ they order a
-// and b as strings.Compare does: at the first byte where they differ,
-// either both strings have bytes, which decide, or the shorter one has
-// padding, below the longer's byte, and is a prefix of it.
-func prefix8(s string) uint64 {
-	if len(s) >= 8 {
-		return binary.BigEndian.Uint64(unsafe.Slice(unsafe.StringData(s), 8))
-	}
-	var p uint64
-	for i := 0; i < len(s); i++ {
-		p |= uint64(s[i]) << (56 - 8*i)
-	}
-	return p
 }
 
 // Set returns a map with k mapped to v. It copies the O(log n) nodes on
@@ -243,9 +190,8 @@ func (m Map[K, V]) Delete(k K) Map[K, V] {
 	var buf [64]*node[K, V]
 	path := buf[:0]
 	t := m.root
-	kp := c.pre(k)
 	for t != nil {
-		d := compareAt(c, k, kp, t)
+		d := c.compare(k, t.key)
 		if d == 0 {
 			break
 		}
@@ -306,7 +252,7 @@ func (m Map[K, V]) Clear() Map[K, V] {
 // clone returns a copy of t owned by o. The writer alone calls it, so it
 // reads t's children plainly.
 func clone[K, V any](t *node[K, V], o Owner) *node[K, V] {
-	return &node[K, V]{left: t.left, right: t.right, pre: t.pre, key: t.key, val: t.val, prio: t.prio, owner: o}
+	return &node[K, V]{left: t.left, right: t.right, key: t.key, val: t.val, prio: t.prio, owner: o}
 }
 
 // alloc makes the node copies of one operation, owned by owner. With
@@ -340,12 +286,11 @@ func (a *alloc[K, V]) own(t *node[K, V]) *node[K, V] {
 func insert[K, V any](c *config[K], root *node[K, V], k K, v V, p uint32, a *alloc[K, V]) (*node[K, V], bool) {
 	link := &root
 	t := root
-	kp := c.pre(k)
 	for t != nil {
-		d := compareAt(c, k, kp, t)
+		d := c.compare(k, t.key)
 		if d == 0 {
 			n := a.own(t)
-			n.key, n.val, n.pre = k, v, kp
+			n.key, n.val = k, v
 			*link = n
 			return root, false
 		}
@@ -361,7 +306,7 @@ func insert[K, V any](c *config[K], root *node[K, V], k K, v V, p uint32, a *all
 		}
 	}
 	x := a.new()
-	x.key, x.val, x.prio, x.pre = k, v, p, kp
+	x.key, x.val, x.prio = k, v, p
 	var eq *node[K, V]
 	// k beats t, so with a consistent hash k is not below t; split3 still
 	// drops it if an inconsistent hash put it there.
@@ -375,9 +320,8 @@ func insert[K, V any](c *config[K], root *node[K, V], k K, v V, p uint32, a *all
 func remove[K, V any](c *config[K], root *node[K, V], k K, a *alloc[K, V]) *node[K, V] {
 	link := &root
 	t := root
-	kp := c.pre(k)
 	for t != nil {
-		d := compareAt(c, k, kp, t)
+		d := c.compare(k, t.key)
 		if d == 0 {
 			*link = join(t.left, t.right, a)
 			return root
@@ -397,9 +341,8 @@ func remove[K, V any](c *config[K], root *node[K, V], k K, a *alloc[K, V]) *node
 // and the node holding k itself (nil if none).
 func split3[K, V any](c *config[K], t *node[K, V], k K, a *alloc[K, V]) (l, r, eq *node[K, V]) {
 	lp, rp := &l, &r
-	kp := c.pre(k)
 	for t != nil {
-		d := compareAt(c, k, kp, t)
+		d := c.compare(k, t.key)
 		if d == 0 {
 			*lp, *rp = t.left, t.right
 			return l, r, t
@@ -461,9 +404,8 @@ func join[K, V any](l, r *node[K, V], a *alloc[K, V]) *node[K, V] {
 
 // find returns the node holding k, or nil.
 func find[K, V any](c *config[K], t *node[K, V], k K) *node[K, V] {
-	kp := c.pre(k)
 	for t != nil {
-		d := compareAt(c, k, kp, t)
+		d := c.compare(k, t.key)
 		if d == 0 {
 			return t
 		}

@@ -578,9 +578,7 @@ func TestAllocs(t *testing.T) {
 	}); a > 1 {
 		t.Errorf("After: %v allocs", a)
 	}
-	// 56 bytes: the 64-byte size class, where no node straddles two
-	// cache lines.
-	if s := unsafe.Sizeof(node[string, int]{}); s != 56 {
-		t.Errorf("node[string, int] is %d bytes, want 56", s)
+	if s := unsafe.Sizeof(node[string, int]{}); s != 48 {
+		t.Errorf("node[string, int] is %d bytes, want 48", s)
 	}
 }
