@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/packfs/packfs/layer"
@@ -26,10 +27,13 @@ type file struct {
 	name   string
 	flag   int
 
-	mu     sync.Mutex // guards what follows
-	off    int64
-	closed bool
-	dir    *listing // a directory's listing, from its first ReadDir on
+	// closed is set once, by Close under mu; Stat reads it without mu,
+	// as it reads nothing else that changes.
+	closed atomic.Bool
+
+	mu  sync.Mutex // guards what follows
+	off int64
+	dir *listing // a directory's listing, from its first ReadDir on
 }
 
 // listing is what a directory handle lists: the entries the directory held
@@ -57,7 +61,7 @@ func (h *file) writable() bool {
 
 // check returns the error an operation op on h gives before it starts.
 func (h *file) check(op string) error {
-	if h.closed {
+	if h.closed.Load() {
 		return layer.PathError(op, h.name, fs.ErrClosed)
 	}
 	return nil
@@ -66,8 +70,6 @@ func (h *file) check(op string) error {
 func (h *file) Name() string { return h.name }
 
 func (h *file) Stat() (fs.FileInfo, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	if err := h.check("stat"); err != nil {
 		return nil, err
 	}
@@ -343,7 +345,7 @@ func (h *file) Close() error {
 	if err := h.check("close"); err != nil {
 		return err
 	}
-	h.closed = true
+	h.closed.Store(true)
 	h.dir = nil
 	return nil
 }

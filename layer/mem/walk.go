@@ -3,6 +3,7 @@ package mem
 import (
 	"io/fs"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/packfs/packfs/internal/pathwalk"
 )
@@ -25,8 +26,58 @@ type where struct {
 // the last one too when follow is set, by the rules of package pathwalk.
 // The error is a bare errno or fs sentinel; callers wrap it with their Op.
 func walk(root *entry, name string, follow bool) (where, error) {
+	if w, ok := walkNames(root, name, follow); ok {
+		return w, nil
+	}
 	w, _, err := walkTo(root, name, follow, false)
 	return w, err
+}
+
+// walkNames is walk where that takes no more than looking each element up
+// in turn, in one pass over name: every element a name (not "", "." or
+// ".."), ASCII and at most pathwalk.MaxName bytes, each but the last a
+// directory, no symlink on the way (nor at the end, with follow); the last
+// one may be missing. It reports false for anything else, which walkTo then
+// resolves from the start with every check in its order, so that the two
+// agree: a path walkNames accepts is one walkTo finds the same way.
+func walkNames(root *entry, name string, follow bool) (where, bool) {
+	if len(name) >= pathwalk.MaxPath {
+		return where{}, false
+	}
+	dir, ds := root, root.state()
+	for {
+		i := 0
+		for i < len(name) && name[i] != '/' {
+			if name[i] >= utf8.RuneSelf {
+				return where{}, false
+			}
+			i++
+		}
+		elem := name[:i]
+		if i == 0 || i > pathwalk.MaxName || elem == "." || elem == ".." || !ds.isDir() {
+			return where{}, false
+		}
+		child, ok := ds.kids.Get(elem)
+		if !ok {
+			if i == len(name) {
+				// Missing, as most names a union asks its upper
+				// layer for are: where it would be.
+				return where{dir: dir, base: elem}, true
+			}
+			return where{}, false
+		}
+		cs := child.state()
+		if i == len(name) {
+			if follow && cs.isSymlink() {
+				return where{}, false
+			}
+			return where{dir: dir, base: elem, e: child}, true
+		}
+		if cs.isSymlink() {
+			return where{}, false
+		}
+		dir, ds, name = child, cs, name[i+1:]
+	}
 }
 
 // walkTo is walk that, when an element is missing, also returns where in
