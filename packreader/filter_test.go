@@ -43,7 +43,7 @@ func TestFilterExecutable(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	bin = bin[:min(len(bin), 6<<20)]
+	bin = bin[:min(len(bin), 3<<20)]
 	tree := fstest.MapFS{
 		"bin/prog":  {Data: bin, Mode: 0o755},
 		"bin/small": {Data: fakeExecutable(), Mode: 0o755},
