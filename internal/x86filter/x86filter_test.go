@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // encodings are hand-made cases: input, encoded.
@@ -145,7 +147,9 @@ func TestExecutableHeader(t *testing.T) {
 	}
 }
 
-func BenchmarkDecode(b *testing.B) {
+// frame returns the first MiB of this test's binary, as a frame of an
+// executable.
+func frame(b *testing.B) []byte {
 	p, err := os.Executable()
 	if err != nil {
 		b.Skip(err)
@@ -154,12 +158,40 @@ func BenchmarkDecode(b *testing.B) {
 	if err != nil {
 		b.Skip(err)
 	}
-	data = data[:min(len(data), 1<<20)]
+	return data[:min(len(data), 1<<20)]
+}
+
+// BenchmarkDecode runs Decode and Encode over a frame of an executable.
+func BenchmarkDecode(b *testing.B) {
+	data := frame(b)
 	Encode(data)
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
 		Decode(data)
 		Encode(data)
+	}
+}
+
+// BenchmarkZstdDecodeAll decompresses the same frame, compressed at the
+// writer's level 19, on one goroutine: what Decode adds to.
+func BenchmarkZstdDecodeAll(b *testing.B) {
+	data := frame(b)
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBestCompression))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := enc.EncodeAll(data, nil)
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dec.Close()
+	out := make([]byte, 0, len(data))
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if out, err = dec.DecodeAll(c, out[:0]); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
