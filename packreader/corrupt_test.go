@@ -65,7 +65,37 @@ func goldenTrees() map[string]fstest.MapFS {
 			"tail":  {Data: append(bytes.Clone(big[:66000]), 1), Mode: 0o644, ModTime: t0},
 		}
 	}
+	// An x86-64 executable, whose frame goes through the x86 filter, and
+	// a text file of more than a frame, whose first frame does not (its
+	// second holds the executable too).
+	trees["exec3z"] = fstest.MapFS{
+		"bin/prog": {Data: fakeExecutable(), Mode: 0o755, ModTime: t0},
+		"big":      {Data: bytes.Repeat(big, 16), Mode: 0o644, ModTime: t0},
+	}
 	return trees
+}
+
+// fakeExecutable returns an x86-64 ELF header followed by machine-code
+// patterns the x86 filter converts: calls, jumps and RIP-relative LEA
+// and MOV, to a few targets, between other bytes.
+func fakeExecutable() []byte {
+	b := []byte("\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\x3e\x00\x01\x00\x00\x00")
+	for i := range 600 {
+		target := uint32(1000 + 4000*(i%5))
+		switch i % 3 {
+		case 0:
+			b = append(b, 0xe8)
+			b = binary.LittleEndian.AppendUint32(b, target-uint32(len(b)+4))
+		case 1:
+			b = append(b, 0x48, 0x8d, 0x05)
+			b = binary.LittleEndian.AppendUint32(b, target-uint32(len(b)+4))
+		default:
+			b = append(b, 0x4c, 0x8b, 0x0d)
+			b = binary.LittleEndian.AppendUint32(b, target-uint32(len(b)+4))
+		}
+		b = append(b, 0x90, 0x31, 0xc0, byte(i%7))
+	}
+	return b
 }
 
 func goldenTrees2() map[string]fstest.MapFS {
@@ -98,27 +128,33 @@ func goldenPack(t testing.TB, name string) []byte {
 }
 
 // legacyGolden are golden packs the writer no longer produces, by the
-// tree they hold: compressed packs written before packed tables
-// (FlagPackedTables), whose tables are stored raw. Readers go on
-// opening them.
-var legacyGolden = map[string]string{
-	"empty3ztables1":  "empty3z",
-	"small3ztables1":  "small3z",
-	"frames3ztables1": "frames3z",
+// tree they hold and the header flag they lack: compressed packs written
+// before packed tables (FlagPackedTables), whose tables are stored raw,
+// and before frame filters (FlagFilters). Readers go on opening them.
+var legacyGolden = map[string]struct {
+	tree string
+	lack uint32
+}{
+	"empty3ztables1":    {"empty3z", packformat.FlagPackedTables | packformat.FlagFilters},
+	"small3ztables1":    {"small3z", packformat.FlagPackedTables | packformat.FlagFilters},
+	"frames3ztables1":   {"frames3z", packformat.FlagPackedTables | packformat.FlagFilters},
+	"empty3znofilters":  {"empty3z", packformat.FlagFilters},
+	"small3znofilters":  {"small3z", packformat.FlagFilters},
+	"frames3znofilters": {"frames3z", packformat.FlagFilters},
 }
 
 // TestGoldenLegacy opens, verifies and reads the legacy golden packs.
 func TestGoldenLegacy(t *testing.T) {
-	for file, tree := range legacyGolden {
+	for file, g := range legacyGolden {
 		name := filepath.Join("testdata", file+".pack")
 		data, err := os.ReadFile(name)
 		must(t, err)
-		if binary.LittleEndian.Uint32(data[16:])&packformat.FlagPackedTables != 0 {
-			t.Fatalf("%s: has packed tables", name)
+		if f := binary.LittleEndian.Uint32(data[16:]); f&g.lack != 0 || f&packformat.FlagZstd == 0 {
+			t.Fatalf("%s: header flags %#x", name, f)
 		}
 		for how, r := range openBoth(t, data) {
 			must(t, r.Verify())
-			if diff := cmp.Diff(dump(t, goldenTrees()[tree]), dump(t, r)); diff != "" {
+			if diff := cmp.Diff(dump(t, goldenTrees()[g.tree]), dump(t, r)); diff != "" {
 				t.Errorf("%s %s (-want +got):\n%s", name, how, diff)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/packfs/packfs/internal/packformat"
+	"github.com/packfs/packfs/internal/x86filter"
 )
 
 // Version 3 stores contents as one raw stream cut into frames (FORMAT.md,
@@ -22,7 +23,8 @@ import (
 //     uncompressed pack reads as a version-2 one does;
 //   - a zstd frame is checked and decompressed into a buffer of its raw
 //     size, which the frame table records and the decoder may not exceed,
-//     and kept in a bounded cache shared by the Reader's readers.
+//     undone from its filter if it names one (x86filter, in place), and
+//     kept in a bounded cache shared by the Reader's readers.
 //
 // So the first byte of a large file costs one frame, never the whole
 // content, and Verify still checks every frame.
@@ -95,7 +97,7 @@ func (r *Reader) frame(i uint64) (packformat.Frame, uint64, error) {
 	}
 	f := packformat.DecodeFrame(r.frames[i*packformat.FrameEntrySize:])
 	next := packformat.DecodeFrame(r.frames[(i+1)*packformat.FrameEntrySize:])
-	if i+2 == n && (next.Pos != r.footer.Stream || next.Off != 0 || next.Stored != 0 || next.CRC != 0) {
+	if i+2 == n && (next.Pos != r.footer.Stream || next.Off != 0 || next.Stored != 0 || next.Filter != 0 || next.CRC != 0) {
 		return f, 0, corrupt("frame table: bad sentinel")
 	}
 	if next.Pos <= f.Pos {
@@ -103,6 +105,8 @@ func (r *Reader) frame(i uint64) (packformat.Frame, uint64, error) {
 	}
 	raw := next.Pos - f.Pos
 	switch {
+	case f.Filter != packformat.FilterNone && (!r.filters || f.Filter != packformat.FilterX86 || f.Stored == 0 || uint64(f.Stored) >= raw):
+		return f, 0, corrupt("frame %d: bad filter %d", i, f.Filter)
 	case f.Stored == 0:
 		if f.Off != 0 || f.CRC != 0 {
 			return f, 0, corrupt("frame %d: hole with data", i)
@@ -361,6 +365,9 @@ func (r *Reader) loadFrame(i uint64, f packformat.Frame, raw uint64, buf []byte)
 	out, err := d.DecodeAll(stored, buf[:0:raw])
 	if err != nil || uint64(len(out)) != raw {
 		return nil, corrupt("frame %d: bad zstd frame (%d of %d bytes): %v", i, len(out), raw, err)
+	}
+	if f.Filter == packformat.FilterX86 {
+		x86filter.Decode(out)
 	}
 	return out, nil
 }

@@ -38,6 +38,7 @@ type Reader struct {
 	size    uint64
 	version uint32 // 2 or 3
 	zstd    bool   // version 3 with FlagZstd: frames may be zstd frames
+	filters bool   // FlagFilters: zstd frames may name a filter
 	footSz  uint64 // the footer's size
 	footer  packformat.Footer
 	count   uint64
@@ -375,7 +376,8 @@ func (r *Reader) init(hdr, foot []byte) error {
 	}
 	r.zstd = flags&packformat.FlagZstd != 0
 	r.packed = flags&packformat.FlagPackedTables != 0
-	if r.packed && !r.zstd {
+	r.filters = flags&packformat.FlagFilters != 0
+	if (r.packed || r.filters) && !r.zstd {
 		return corrupt("bad header flags %#x", flags)
 	}
 	if le.Uint32(hdr[12:]) != packformat.HeaderSize || !allZero(hdr[20:]) {

@@ -17,6 +17,8 @@
 //     frames, and with one of 64 MiB that holds them all), the
 //     uncompressed pack and a Deflate zip;
 //   - SeqRead: a 64 MiB file read whole (WriteTo) from each pack;
+//   - SeqReadExecutable: the go command's executable read whole from a
+//     compressed pack, whose frames went through the x86 filter;
 //   - FirstByte: open the pack, open the 64 MiB file, read its first
 //     byte, close, from the uncompressed and the compressed pack;
 //   - Tables: what each tree's tables take at zstd level 19, raw, in

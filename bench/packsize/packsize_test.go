@@ -406,3 +406,36 @@ func BenchmarkFirstByte(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSeqReadExecutable reads the go command's executable (15 MB
+// in Go 1.26) whole from a compressed pack, opened once without a cache
+// of decompressed frames, so that every pass decompresses every frame:
+// what the x86 filter's reverse pass costs on top of decompression
+// (FORMAT.md, "Frame filters").
+func BenchmarkSeqReadExecutable(b *testing.B) {
+	exe := filepath.Join(goRoot(b), "bin", "go")
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		b.Skip(err)
+	}
+	out := filepath.Join(b.TempDir(), "exe.pack")
+	if err := packwriter.WriteFile(out, fstestTree{"go": data}.fs(), packwriter.WithCompression(3)); err != nil {
+		b.Fatal(err)
+	}
+	r, err := packreader.Open(out, packreader.WithCacheSize(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		h, err := r.Open("go")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := h.(io.WriterTo).WriteTo(io.Discard); err != nil {
+			b.Fatal(err)
+		}
+		h.Close()
+	}
+}

@@ -37,8 +37,12 @@ const (
 	// after Shuffle, found through a group directory (FORMAT.md). It
 	// requires FlagZstd.
 	FlagPackedTables = 1 << 1
+	// FlagFilters says that zstd frames may name a filter (Frame.Filter)
+	// that their decompressed bytes must go through. It requires
+	// FlagZstd.
+	FlagFilters = 1 << 2
 	// HeaderFlagsKnown is the set of header flags the format defines.
-	HeaderFlagsKnown = FlagZstd | FlagPackedTables
+	HeaderFlagsKnown = FlagZstd | FlagPackedTables | FlagFilters
 )
 
 // Packed tables (FlagPackedTables).
@@ -149,26 +153,45 @@ const (
 // stored); Stored == raw size is raw bytes; 0 < Stored < raw size is a
 // zstd frame (packs with FlagZstd only). The table ends with a sentinel
 // whose Pos is the stream's length.
+//
+// The entry's 4-byte stored-size field holds Stored in its low 24 bits
+// (frames are at most MaxFrame) and Filter in its high 8, which packs
+// without FlagFilters leave zero.
 type Frame struct {
 	Pos    uint64 // raw stream position of the frame's first byte
 	Off    uint64 // file offset of its stored bytes, a multiple of DataAlign
-	Stored uint32 // stored bytes
+	Stored uint32 // stored bytes, below 1<<24
+	Filter uint8  // what the decompressed bytes go through: FilterNone or FilterX86
 	CRC    uint32 // CRC-32C of the stored bytes (0 for a hole)
 }
+
+// Frame filters (Frame.Filter, in packs with FlagFilters).
+const (
+	// FilterNone: the decompressed bytes are the raw bytes.
+	FilterNone = 0
+	// FilterX86: the decompressed bytes went through x86filter.Encode,
+	// and x86filter.Decode gives the raw bytes back (FORMAT.md, "Frame
+	// filters").
+	FilterX86 = 1
+)
+
+// storedBits is how many low bits of the stored-size field hold Stored.
+const storedBits = 24
 
 // Put writes f into b[:FrameEntrySize].
 func (f *Frame) Put(b []byte) {
 	le := binary.LittleEndian
 	le.PutUint64(b[0:], f.Pos)
 	le.PutUint64(b[8:], f.Off)
-	le.PutUint32(b[16:], f.Stored)
+	le.PutUint32(b[16:], f.Stored|uint32(f.Filter)<<storedBits)
 	le.PutUint32(b[20:], f.CRC)
 }
 
 // DecodeFrame decodes b[:FrameEntrySize].
 func DecodeFrame(b []byte) Frame {
 	le := binary.LittleEndian
-	return Frame{Pos: le.Uint64(b[0:]), Off: le.Uint64(b[8:]), Stored: le.Uint32(b[16:]), CRC: le.Uint32(b[20:])}
+	s := le.Uint32(b[16:])
+	return Frame{Pos: le.Uint64(b[0:]), Off: le.Uint64(b[8:]), Stored: s & (1<<storedBits - 1), Filter: uint8(s >> storedBits), CRC: le.Uint32(b[20:])}
 }
 
 // NoOwner is the Uid and Gid of an entry whose source gave no owner (an
