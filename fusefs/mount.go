@@ -203,9 +203,10 @@ func (s *Server) Dir() string { return s.dir }
 
 // Invalidate tells the kernel to forget what it cached of name and its
 // contents: call it after changing the served tree other than through the
-// mount. The kernel trusts its cache for the mount's timeouts, so without
-// it such a change may stay unseen that long (forever, for an immutable
-// mount).
+// mount, when the tree does not report its changes ([layer.WatchFS]; one
+// that does is watched, see the package doc). The kernel trusts its
+// cache for the mount's timeouts, so without it such a change may stay
+// unseen that long (forever, for an immutable mount).
 func (s *Server) Invalidate(name string) error {
 	if !fs.ValidPath(name) {
 		return &fs.PathError{Op: "invalidate", Path: name, Err: fs.ErrInvalid}

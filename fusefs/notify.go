@@ -240,8 +240,8 @@ func (m *mount) removed(name string) {
 // the node, so that what the kernel holds of it (an open file, a
 // directory's entries) reaches the layer by its new name, and both names
 // are looked up again. The kernel has no notification of a move: a
-// process whose working directory was in a moved directory sees it cut
-// off from the tree.
+// process working in a moved directory goes on, and getcwd gives the
+// old path until the new name is looked up.
 func (m *mount) renamed(from, to string) {
 	n, missing := m.find(from)
 	newParent, newName := m.findParent(to)
