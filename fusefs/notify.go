@@ -243,6 +243,10 @@ func (m *mount) removed(name string) {
 // process working in a moved directory goes on, and getcwd gives the
 // old path until the new name is looked up.
 func (m *mount) renamed(from, to string) {
+	if from == to {
+		m.created(to) // a rename onto itself: nothing moved
+		return
+	}
 	n, missing := m.find(from)
 	newParent, newName := m.findParent(to)
 	if missing == "" && !n.IsRoot() {

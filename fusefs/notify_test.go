@@ -115,7 +115,7 @@ func TestIssue17ChangesBeside(t *testing.T) {
 			for _, p := range []string{"f", "gone", "old", "d/e/deep"} {
 				must(content(p, "first "+p)())
 			}
-			for _, p := range []string{"new", "renamed", "d/e/made"} {
+			for _, p := range []string{"new", "renamed", "d/e/made", "d/e/via"} {
 				must(missing(p)())
 			}
 			// s and c are only ever stat'ed through the mount.
@@ -164,6 +164,13 @@ func TestIssue17ChangesBeside(t *testing.T) {
 				}
 				return err
 			})
+			// A change through a symlink names its target, and a
+			// rename onto itself changes nothing.
+			must(fsys.Symlink("d/e", "ln"))
+			must(fsys.WriteFile("ln/via", []byte("through a link"), 0o644))
+			eventually(t, "create through a symlink", content("d/e/via", "through a link"))
+			must(fsys.Rename("f", "f"))
+			must(content("f", "second, longer")())
 			// A remove.
 			must(fsys.Remove("gone"))
 			eventually(t, "remove", missing("gone"))
