@@ -18,9 +18,12 @@ func (f *FS) Watch(filter func(layer.Change) bool) (*layer.Watcher, error) {
 // costs one atomic load when nobody watches. A file no longer linked
 // has no name to report.
 func (f *FS) note(op layer.Op, ino *inode) {
-	if !f.feed.Active() {
-		return
+	if f.feed.Active() { // inlined: the rest is a call only when watched
+		f.publish(op, ino)
 	}
+}
+
+func (f *FS) publish(op layer.Op, ino *inode) {
 	if p, ok := f.pathOf(ino); ok {
 		f.feed.Publish(layer.Change{Op: op, Name: p})
 	}
