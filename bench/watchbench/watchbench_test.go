@@ -38,17 +38,28 @@ var trees = []struct {
 	}},
 }
 
-// watching is who watches the tree.
+// watching is who watches the tree. start returns what the writer does
+// after each change, or nil.
 var watching = []struct {
 	name  string
-	start func(b *testing.B, t tree)
+	start func(b *testing.B, t tree) func()
 }{
-	{"none", func(b *testing.B, t tree) {}},
-	{"drained", func(b *testing.B, t tree) { drain(b, t, nil) }},
-	{"filtered", func(b *testing.B, t tree) {
-		drain(b, t, func(layer.Change) bool { return false })
+	{"none", func(b *testing.B, t tree) func() { return nil }},
+	// taken: the writer takes the change itself after making it, so
+	// that one goroutine does all the work a watcher makes (instruction
+	// counts under callgrind need one).
+	{"taken", func(b *testing.B, t tree) func() {
+		w, err := t.Watch(nil)
+		must(b, err)
+		b.Cleanup(func() { w.Close() })
+		return func() { w.Changes() }
 	}},
-	{"mount", func(b *testing.B, t tree) {
+	{"drained", func(b *testing.B, t tree) func() { drain(b, t, nil); return nil }},
+	{"filtered", func(b *testing.B, t tree) func() {
+		drain(b, t, func(layer.Change) bool { return false })
+		return nil
+	}},
+	{"mount", func(b *testing.B, t tree) func() {
 		f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
 		if err != nil {
 			b.Skipf("FUSE unavailable: %v", err)
@@ -69,6 +80,7 @@ var watching = []struct {
 		must(b, err)
 		_, err = os.Stat(filepath.Join(dir, "f"))
 		must(b, err)
+		return nil
 	}},
 }
 
@@ -97,23 +109,24 @@ func drain(b *testing.B, t tree, filter func(layer.Change) bool) {
 // changes are the changes measured, each over a tree holding f.
 var changes = []struct {
 	name string
-	run  func(b *testing.B, t tree)
+	run  func(b *testing.B, t tree, after func())
 }{
-	{"create", func(b *testing.B, t tree) {
+	{"create", func(b *testing.B, t tree, after func()) {
 		data := make([]byte, 128)
 		i := 0
 		for b.Loop() {
-			if i%10000 == 0 {
+			if i%100000 == 0 {
 				b.StopTimer()
 				must(b, t.RemoveAll("d"))
 				must(b, t.Mkdir("d", 0o755))
 				b.StartTimer()
 			}
-			must(b, t.WriteFile(fmt.Sprint("d/", i%10000), data, 0o644))
+			must(b, t.WriteFile(fmt.Sprint("d/", i%100000), data, 0o644))
+			after()
 			i++
 		}
 	}},
-	{"write", func(b *testing.B, t tree) {
+	{"write", func(b *testing.B, t tree, after func()) {
 		h, err := t.OpenFile("f", os.O_RDWR, 0)
 		must(b, err)
 		defer h.Close()
@@ -121,20 +134,24 @@ var changes = []struct {
 		for b.Loop() {
 			_, err := h.WriteAt(data, 0)
 			must(b, err)
+			after()
 		}
 	}},
-	{"chmod", func(b *testing.B, t tree) {
+	{"chmod", func(b *testing.B, t tree, after func()) {
 		modes := [2]fs.FileMode{0o644, 0o600}
 		i := 0
 		for b.Loop() {
 			must(b, t.Chmod("f", modes[i%2]))
+			after()
 			i++
 		}
 	}},
-	{"rename", func(b *testing.B, t tree) {
+	{"rename", func(b *testing.B, t tree, after func()) {
 		for b.Loop() {
 			must(b, t.Rename("f", "g"))
+			after()
 			must(b, t.Rename("g", "f"))
+			after()
 		}
 	}},
 }
@@ -150,8 +167,11 @@ func BenchmarkChange(b *testing.B) {
 						b.Run("watch="+w.name, func(b *testing.B) {
 							t := tr.new(b)
 							must(b, t.WriteFile("f", make([]byte, 128), 0o644))
-							w.start(b, t)
-							c.run(b, t)
+							after := w.start(b, t)
+							if after == nil {
+								after = func() {}
+							}
+							c.run(b, t, after)
 						})
 					}
 				})
