@@ -22,7 +22,8 @@ func changeOf(u *FS, o *op) layer.Change {
 	case opOpen, opWriteFile:
 		return layer.Change{Op: layer.OpCreate | layer.OpWrite, Name: name(o.path, o.a&int64(noFollow) == 0)}
 	case opWriteAt, opTruncate:
-		return layer.Change{Op: layer.OpWrite, Name: name(o.path, true)}
+		// Through a handle, whose name is the union's own already.
+		return layer.Change{Op: layer.OpWrite, Name: o.path}
 	case opRemove, opRemoveAll:
 		return layer.Change{Op: layer.OpRemove, Name: name(o.path, false)}
 	case opRename:
