@@ -146,6 +146,8 @@ type Store struct {
 	inCallback atomic.Bool
 
 	live atomic.Pointer[FS] // the union changes apply to
+	// feed reports changes once readers see them (see Watch).
+	feed layer.Feed
 	// frozen, while a transaction's changes apply to live one by one, is
 	// the state before them, which readers see instead: they see a
 	// transaction whole or not at all.
@@ -601,6 +603,9 @@ func (s *Store) logged(p wal.LSN, err error, pre undoPoint) (wal.LSN, error) {
 	}
 	if s.opts.Sync == SyncAlways {
 		s.awaitSync(p, pre)
+	}
+	if s.feed.Active() {
+		s.feed.Publish(changeOf(s.live.Load(), o))
 	}
 	return p, nil
 }

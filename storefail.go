@@ -114,6 +114,7 @@ func (s *Store) fail(err error, pre *undoPoint) error {
 	s.umu.Unlock()
 	if pre != nil {
 		s.fallBack(*pre)
+		s.feed.Publish(layer.Change{Op: layer.OpReset})
 	}
 	return err
 }
@@ -124,6 +125,7 @@ func (s *Store) fail(err error, pre *undoPoint) error {
 func (s *Store) breakAt(err error, pre undoPoint) error {
 	s.broken.CompareAndSwap(nil, &err)
 	s.fallBack(pre)
+	s.feed.Publish(layer.Change{Op: layer.OpReset})
 	return err
 }
 

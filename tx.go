@@ -22,6 +22,8 @@ type Tx struct {
 	// changed them, so that a transaction undone gives them back.
 	names map[*storeFile]string
 	done  bool
+	// changes are what the store's watchers get at the commit.
+	changes []layer.Change
 }
 
 // Update runs fn as a transaction. If fn returns nil, its changes apply
@@ -118,6 +120,9 @@ func (s *Store) update(fn func(tx *Tx) error) (wal.LSN, error) {
 	}
 	s.applying.Add(1)
 	s.frozen.Store(nil) // and now the state after it
+	for _, c := range tx.changes {
+		s.feed.Publish(c)
+	}
 	return p, nil
 }
 
@@ -184,6 +189,9 @@ func (tx *Tx) change(o op, opName string) error {
 		return err
 	}
 	tx.entries = append(tx.entries, o.entries()...)
+	if s.feed.Active() {
+		tx.changes = append(tx.changes, changeOf(tx.fs, &o))
+	}
 	return nil
 }
 

@@ -144,7 +144,24 @@ func New(upper layer.FS, lowers ...fs.FS) *FS {
 	return &FS{layers: layers, upper: upper}
 }
 
-var _ layer.FS = (*FS)(nil)
+var (
+	_ layer.FS      = (*FS)(nil)
+	_ layer.WatchFS = (*FS)(nil)
+)
+
+// Watch reports the changes of the union's upper layer, which are the
+// union's own (see [layer.WatchFS]), when that layer reports them, as
+// layer/mem does. Beside the union's visible changes, it reports those
+// of its upper layer that show nothing new through the union: a copy-up
+// reports the entries it copies as made, and a removal that hides a
+// lower entry a whiteout made. Changes inside a file system mounted in
+// the union (see Mount) are not reported.
+func (u *FS) Watch(filter func(layer.Change) bool) (*layer.Watcher, error) {
+	if w, ok := u.upper.(layer.WatchFS); ok {
+		return w.Watch(filter)
+	}
+	return nil, layer.Unsupported("watch", ".")
+}
 
 // Snapshot returns the union's current state as an immutable fs.FS, in
 // O(1) plus O(1) a mount: a snapshot of the upper layer over the same

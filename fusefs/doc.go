@@ -57,9 +57,21 @@
 // the first read of a file there, the server pushes the next small files
 // of its directory into the kernel's page cache (FUSE_NOTIFY_STORE), so
 // that a program reading a tree file by file (grep -r, tar, a build)
-// waits for no request for most of them. A change made to the served
-// tree other than through the mount shows once its timeouts pass, or at
-// once after [Server.Invalidate] of the changed name.
+// waits for no request for most of them.
+//
+// A change made to the served tree other than through the mount (by the
+// program that serves it, say) shows at once when the tree reports its
+// changes ([layer.WatchFS]: the in-memory layer, a union over it, a
+// store): the mount watches it and tells the kernel to drop the names,
+// attributes and pages the change touched (FUSE_NOTIFY_INVAL_ENTRY,
+// FUSE_NOTIFY_DELETE, FUSE_NOTIFY_INVAL_INODE), and moves or drops the
+// node of a name renamed or removed, so that a file open through the
+// mount follows its file. The notifications go out from a goroutine of
+// the mount's own, a moment after the change; the writer never waits for
+// them, and the kernel's requests never wait for a notification. A
+// change made through the mount is not reported back: the kernel knows
+// it. Any other tree's changes show once the timeouts pass, or at once
+// after [Server.Invalidate] of the changed name.
 //
 // # Durability
 //
@@ -73,6 +85,16 @@
 //     them in one step. RENAME_NOREPLACE is checked and done under a lock
 //     that orders it with every other change made through the mount, but
 //     not with changes made beside it.
+//   - A change made beside the mount to a name at the very moment a
+//     request through the mount changes the same name is taken for the
+//     mount's own, and shows once the timeouts pass. FUSE has no
+//     notification of a move: a directory renamed beside the mount is
+//     dropped from the kernel's cache under its old name, and a process
+//     working inside it goes on there, but getcwd gives the old path
+//     until the new name is looked up. After the kernel
+//     was told that anything may have changed (a watcher that fell far
+//     behind, a store's log failure), a name it found missing before
+//     stays missing until NegativeTimeout passes.
 //   - Layers keep only modification times: atime and ctime read as the
 //     mtime. Owners are the layer's (layer.OwnerOf: packs, the in-memory
 //     layer, unions and stores once chown'd, host directories); a file

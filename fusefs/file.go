@@ -37,6 +37,11 @@ func (h *file) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResul
 }
 
 func (h *file) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	if h.n != nil && h.n.m.watch != nil {
+		if p, ok := h.n.path(); ok {
+			defer h.n.m.mine(p)()
+		}
+	}
 	n, err := h.f.WriteAt(data, off)
 	if err != nil {
 		return uint32(n), errno(err)

@@ -66,6 +66,12 @@ type mount struct {
 	inos      atomic.Uint64 // the last inode number handed out
 	root      *node
 
+	// watch, when the tree reports its changes, gets those made beside
+	// the mount; self names the changes being made through it (see
+	// notify.go).
+	watch *layer.Watcher
+	self  selfNames
+
 	// rename serializes RENAME_NOREPLACE, which the layer contract cannot
 	// express in one call, against the changes made through the mount:
 	// every other change holds it shared.
@@ -144,9 +150,21 @@ func Mount(dir string, fsys fs.FS, opts *Options) (*Server, error) {
 		RootStableAttr:  &gofs.StableAttr{Ino: 1},
 		NullPermissions: true, // mode 0 is a mode, not "unset"
 	}
+	watching := m.watchTree()
 	srv, err := gofs.Mount(dir, m.root, gopts)
 	if err != nil {
+		if watching {
+			m.watch.Close()
+		}
 		return nil, fmt.Errorf("fusefs: mount %s: %w", dir, err)
+	}
+	if watching {
+		done := make(chan struct{})
+		go func() {
+			srv.Wait()
+			close(done)
+		}()
+		go m.notifyLoop(done)
 	}
 	return &Server{srv: srv, m: m, dir: dir}, nil
 }
@@ -185,9 +203,10 @@ func (s *Server) Dir() string { return s.dir }
 
 // Invalidate tells the kernel to forget what it cached of name and its
 // contents: call it after changing the served tree other than through the
-// mount. The kernel trusts its cache for the mount's timeouts, so without
-// it such a change may stay unseen that long (forever, for an immutable
-// mount).
+// mount, when the tree does not report its changes ([layer.WatchFS]; one
+// that does is watched, see the package doc). The kernel trusts its
+// cache for the mount's timeouts, so without it such a change may stay
+// unseen that long (forever, for an immutable mount).
 func (s *Server) Invalidate(name string) error {
 	if !fs.ValidPath(name) {
 		return &fs.PathError{Op: "invalidate", Path: name, Err: fs.ErrInvalid}

@@ -206,6 +206,9 @@ func (n *node) Setattr(ctx context.Context, f gofs.FileHandle, in *fuse.SetAttrI
 	n.m.rename.RLock()
 	defer n.m.rename.RUnlock()
 	p, ok := n.path()
+	if ok {
+		defer n.m.mine(p)()
+	}
 	h, _ := f.(*file)
 	if !ok && h == nil {
 		if h = n.anyOpen(); h != nil {
@@ -350,6 +353,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if lflags != os.O_RDONLY {
 		n.m.rename.RLock()
 		defer n.m.rename.RUnlock()
+		defer n.m.mine(p)()
 	}
 	f, err := layer.OpenFile(n.m.fsys, p, lflags, 0)
 	if err != nil {
@@ -416,6 +420,7 @@ func (n *node) change(name string, do func(p string) error) (string, syscall.Err
 	}
 	n.m.rename.RLock()
 	defer n.m.rename.RUnlock()
+	defer n.m.mine(p)()
 	return p, errno(do(p))
 }
 
@@ -542,6 +547,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 		n.m.rename.RLock()
 		defer n.m.rename.RUnlock()
 	}
+	defer n.m.mine(oldp, newp)()
 	if err := layer.Rename(n.m.fsys, oldp, newp); err != nil {
 		return errno(err)
 	}

@@ -71,6 +71,23 @@
 // [fs.ErrClosed], where os gives a "use of closed file" error that
 // matches no sentinel.
 //
+// # Changes
+//
+// A layer that can change may report its changes ([WatchFS]): the
+// in-memory layer does, and so do the union over it and the durable
+// store (package packfs), so that a FUSE mount can tell the kernel at
+// once of a change made beside it. [WatchFS.Watch] returns a [Watcher]
+// whose Ready channel signals that changes wait and whose Changes takes
+// them: each a [Change] with an [Op] (created, removed, renamed, written,
+// attributes changed) and the names it touched, as the layer names them,
+// symlinks resolved. A backend reports through a [Feed]: Publish costs
+// one atomic load while nobody watches, and never waits for a watcher;
+// a watcher that falls a few thousand changes behind gets one [OpReset]
+// in their place, and repeats of one change in a row are kept once. A
+// watcher's filter runs on the writer's goroutine, so it sees each change
+// as it is made, by whom it is made (a mount uses it to drop the changes
+// made through itself).
+//
 // # Whiteouts and opaque directories
 //
 // A union of layers hides a lower entry by recording a whiteout in the upper

@@ -105,6 +105,7 @@ func (f *FS) copyIn(op, dir string, chain []Copy, over bool) error {
 			ds.mtime = now
 		}
 		f.set(d.ino, ds)
+		f.note(layer.OpCreate, below.ino)
 		return nil
 	})
 	if err != nil {

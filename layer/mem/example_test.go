@@ -3,7 +3,9 @@ package mem_test
 import (
 	"fmt"
 	"io/fs"
+	"os"
 
+	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/layer/mem"
 )
 
@@ -37,4 +39,32 @@ func ExampleFS_Snapshot() {
 	_, err := fs.Stat(fsys, "config")
 	fmt.Printf("snapshot: %s; now: %v\n", old, err)
 	// Output: snapshot: v1; now: stat config: no such file or directory
+}
+
+// Watch reports each change under the name the file has once it is
+// made: the write through a handle opened before the rename names the
+// file where it now is.
+func ExampleFS_Watch() {
+	fsys := mem.New()
+	w, _ := fsys.Watch(nil)
+	defer w.Close()
+	fsys.WriteFile("draft", []byte("v1"), 0o644)
+	f, _ := fsys.OpenFile("draft", os.O_WRONLY, 0)
+	fsys.Rename("draft", "final")
+	f.Write([]byte("v2"))
+	f.Close()
+	for _, c := range w.Changes() {
+		switch c.Op {
+		case layer.OpCreate:
+			fmt.Println("made", c.Name)
+		case layer.OpRename:
+			fmt.Println("renamed", c.Name, "to", c.NewName)
+		case layer.OpWrite:
+			fmt.Println("wrote", c.Name)
+		}
+	}
+	// Output:
+	// made draft
+	// renamed draft to final
+	// wrote final
 }

@@ -185,6 +185,7 @@ func (h *file) writeAt(op string, p []byte, off int64, appending bool) (int, err
 	ns.data = s.data.writeAt(p, off)
 	ns.mtime = f.now().UnixNano()
 	f.set(h.ino, ns)
+	f.note(layer.OpWrite, h.ino)
 	return len(p), nil
 }
 
@@ -293,6 +294,7 @@ func (h *file) Truncate(size int64) error {
 	ns.data = s.data.truncate(size)
 	ns.mtime = f.now().UnixNano()
 	f.set(h.ino, ns)
+	f.note(layer.OpWrite, h.ino)
 	return nil
 }
 
@@ -324,6 +326,7 @@ func (h *file) change(op string, fn func(s *state)) error {
 	ns := h.ino.cur.Load().state().with()
 	fn(ns)
 	f.set(h.ino, ns)
+	f.note(layer.OpChattr, h.ino)
 	return nil
 }
 

@@ -21,12 +21,14 @@ type FS struct {
 	// mu; every snapshot moves on to a new one.
 	owner treap.Owner
 	now   func() time.Time
+	feed  layer.Feed // the changes, for Watch
 }
 
 var (
-	_ layer.FS  = (*FS)(nil)
-	_ fs.GlobFS = (*Snapshot)(nil)
-	_ fs.GlobFS = (*FS)(nil)
+	_ layer.FS      = (*FS)(nil)
+	_ layer.WatchFS = (*FS)(nil)
+	_ fs.GlobFS     = (*Snapshot)(nil)
+	_ fs.GlobFS     = (*FS)(nil)
 )
 
 // New returns an empty in-memory layer whose root directory has mode 0755.

@@ -147,6 +147,7 @@ func (f *FS) link(dir *entry, name string, e *entry, now int64) {
 	ds.kids = ds.kids.SetOwned(f.owner, name, e)
 	ds.mtime = now
 	f.set(dir.ino, ds)
+	f.note(layer.OpCreate, e.ino)
 }
 
 // inheritGroup gives s, a new file's state not yet published, the group
@@ -162,6 +163,7 @@ func inheritGroup(ds, s *state) {
 // unlink removes name from directory dir; the inode lives on for open
 // handles.
 func (f *FS) unlink(dir *entry, name string, e *entry, now int64) {
+	f.note(layer.OpRemove, e.ino)
 	ds := dir.ino.cur.Load().state().with()
 	ds.kids = ds.kids.DeleteOwned(f.owner, name)
 	ds.mtime = now
@@ -267,6 +269,7 @@ func (f *FS) openWhere(w where, flag int, perm fs.FileMode, now int64) (*entry, 
 		ns.data = nil
 		ns.mtime = now
 		f.set(w.e.ino, ns)
+		f.note(layer.OpWrite, w.e.ino)
 	}
 	return w.e, nil
 }
@@ -304,6 +307,7 @@ func (f *FS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 		ns.data = c
 		ns.mtime = now
 		f.set(w.e.ino, ns)
+		f.note(layer.OpWrite, w.e.ino)
 		return nil
 	})
 	if err != nil {
@@ -510,6 +514,11 @@ func (f *FS) rename(root *entry, oldname, newname string, now int64, left *entry
 	}
 	base := strings.Clone(nw.base)
 	from, to := ow.dir.ino, nw.dir.ino
+	var oldPath string
+	watched := f.feed.Active()
+	if watched {
+		oldPath, watched = f.pathOf(src.ino)
+	}
 	if left != nil {
 		left.ino.parent.Store(from)
 		left.ino.name = strings.Clone(ow.base)
@@ -531,6 +540,14 @@ func (f *FS) rename(root *entry, oldname, newname string, now int64, left *entry
 	}
 	src.ino.parent.Store(to)
 	src.ino.name = base
+	if watched {
+		if newPath, ok := f.pathOf(src.ino); ok {
+			f.feed.Publish(layer.Change{Op: layer.OpRename, Name: oldPath, NewName: newPath})
+		}
+		if left != nil {
+			f.note(layer.OpCreate, left.ino)
+		}
+	}
 	return nil
 }
 
@@ -562,6 +579,7 @@ func (f *FS) whiteout(name string, all bool) error {
 			return errNotEmpty
 		}
 		if w.e != nil {
+			f.note(layer.OpRemove, w.e.ino)
 			w.e.ino.parent.Store(nil)
 		}
 		f.link(w.dir, strings.Clone(w.base), f.create(&state{mode: layer.ModeWhiteout, mtime: now}), now)
@@ -629,6 +647,7 @@ func (f *FS) change(op, name string, follow bool, fn func(s *state)) error {
 			s := w.e.state().with()
 			fn(s)
 			f.set(w.e.ino, s)
+			f.note(layer.OpChattr, w.e.ino)
 		}
 		return nil
 	})
