@@ -558,7 +558,7 @@ func (s *Store) tick() int64 {
 // for every reader (see fail).
 func (s *Store) logOp(o *op, pre undoPoint) (wal.LSN, error) {
 	p, _, _, err := s.appendOp(o, false)
-	return s.logged(p, err, pre)
+	return s.logged(o, p, err, pre)
 }
 
 // appendOp appends o to the log; s.wmu is held. With mapped set, a large
@@ -587,9 +587,9 @@ func (s *Store) appendOp(o *op, mapped bool) (p wal.LSN, view []byte, m *wal.Map
 	return p, view, m, err
 }
 
-// logged finishes the logging of a change whose append gave p and err,
-// and which pre was the state before; s.wmu is held.
-func (s *Store) logged(p wal.LSN, err error, pre undoPoint) (wal.LSN, error) {
+// logged finishes the logging of the change o, whose append gave p and
+// err, and which pre was the state before; s.wmu is held.
+func (s *Store) logged(o *op, p wal.LSN, err error, pre undoPoint) (wal.LSN, error) {
 	switch {
 	case err != nil && pre.top == nil:
 		// The log failed on another goroutine's sync after o was found

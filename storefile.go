@@ -309,7 +309,7 @@ func (h *storeFile) writeShared(sw sharedWriter, o *op, pre undoPoint, advance b
 		// fails from now on.
 		err = s.fail(lerr, &pre)
 	} else if appended {
-		_, err = s.logged(p, nil, pre)
+		_, err = s.logged(o, p, nil, pre)
 	}
 	s.wmu.Unlock()
 	if !appended {

@@ -52,6 +52,14 @@ func TestStoreWatch(t *testing.T) {
 	must(f.Close())
 	must(s.Chmod("d2/f", 0o600))
 	expect(layer.Change{Op: layer.OpWrite, Name: "d2/f"}, layer.Change{Op: layer.OpChattr, Name: "d2/f"})
+	// A large write, which the log's own pages may hold, is reported as
+	// any other.
+	f, err = s.OpenFile("d2/f", os.O_RDWR, 0)
+	must(err)
+	_, err = f.Write(make([]byte, 256<<10))
+	must(err)
+	must(f.Close())
+	expect(layer.Change{Op: layer.OpWrite, Name: "d2/f"})
 
 	errUndo := errors.New("undo")
 	err = s.Update(func(tx *packfs.Tx) error {
