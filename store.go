@@ -109,12 +109,17 @@ type Store struct {
 
 	// wmu serializes changes, so that the log's order is the order in
 	// which they were made, and guards the fields below it.
-	wmu   sync.Mutex
-	now   time.Time // the upper layer's clock: a change's recorded time
-	enc   []byte    // the head of the entry logOp logs, reused
-	log   *wal.Log
-	man   manifest
-	packs []*openPack // top first, as in man.packs
+	wmu sync.Mutex
+	now time.Time // the upper layer's clock: a change's recorded time
+	enc []byte    // the head of the entry logOp logs, reused
+	// txLog, txEnds and txEntries are the buffers of the last
+	// transaction, for the next (see Tx.recycle).
+	txLog     []byte
+	txEnds    []int
+	txEntries [][]byte
+	log       *wal.Log
+	man       manifest
+	packs     []*openPack // top first, as in man.packs
 	// retired holds the packs the last two flattens replaced, which
 	// snapshots may still read; older ones are closed.
 	retired [2][]*openPack
