@@ -163,6 +163,17 @@ type Store struct {
 	// append to the log: a committer about to sync waits a moment for
 	// them, so that one fdatasync covers them all.
 	inflight atomic.Int32
+	// active counts the durable committers between their start and
+	// their return, and peak is the most active at once since the last
+	// sync began; appended counts the commits logged since then. The
+	// next sync waits a moment for peak of them (see gather). syncTook
+	// is how long the last sync took, from when it began (flushAt, Unix
+	// nanoseconds) to when its committers woke: it bounds that moment.
+	active   atomic.Int32
+	peak     atomic.Int32
+	appended atomic.Int32
+	syncTook atomic.Int64
+	flushAt  atomic.Int64
 
 	ckMu   sync.Mutex // one checkpoint at a time
 	ckAuto atomic.Bool
@@ -600,7 +611,7 @@ func (s *Store) done(p wal.LSN, err error) error {
 		return err
 	}
 	if s.opts.Sync == SyncAlways {
-		if err := s.sync(p); err != nil {
+		if err := s.commitSync(p); err != nil {
 			return err
 		}
 	}
@@ -613,7 +624,14 @@ func (s *Store) done(p wal.LSN, err error) error {
 // committer that syncs for everyone lets them in first (gather), so that
 // they share its fdatasync rather than wait for it and need their own.
 func (s *Store) sync(p wal.LSN) error {
-	if err := s.log.Sync(p); err != nil {
+	start := time.Now().UnixNano()
+	err := s.log.Sync(p)
+	if at := s.flushAt.Load(); at > start {
+		// The sync this committer waited for began at at: it has taken
+		// this long, give or take the wake-up.
+		s.syncTook.Store(time.Now().UnixNano() - at)
+	}
+	if err != nil {
 		if errors.Is(err, wal.ErrClosed) {
 			return layer.PathError("sync", ".", fs.ErrClosed)
 		}
@@ -629,18 +647,54 @@ func (s *Store) sync(p wal.LSN) error {
 }
 
 // gather is the log's Gather: the committer that is about to sync for
-// everyone waits, a bounded moment, for the commits on their way.
+// everyone waits, a bounded moment, for the commits on their way: those
+// in flight, and as many in all as there were committers at once since
+// the last sync began. Without the second, the committers that the last
+// sync served, coming back with their next commits, found a leader
+// syncing for the others alone: eight committers settled into two
+// groups that took turns, each fdatasync serving four.
+//
+// The moment is bounded by the last sync's time, so that waiting for a
+// committer that does not come back costs less than a sync, and the
+// count starts again from those active now, so that it is wrong for at
+// most one sync.
 func (s *Store) gather() {
-	for start := time.Now(); s.inflight.Load() > 0 && time.Since(start) < gatherWait; {
+	want := s.peak.Swap(s.active.Load())
+	bound := min(gatherWait, time.Duration(s.syncTook.Load()))
+	for start := time.Now(); time.Since(start) < bound; {
+		if s.inflight.Load() == 0 && s.appended.Load() >= want {
+			break
+		}
 		runtime.Gosched()
 	}
+	s.appended.Store(0)
+	s.flushAt.Store(time.Now().UnixNano())
 }
 
-// gatherWait bounds how long a committer waits for commits in flight.
+// committing counts a durable committer active until the function it
+// returns is called: the syncs wait for as many commits as there were
+// such committers at once (see gather).
+func (s *Store) committing() func() {
+	n := s.active.Add(1)
+	for pk := s.peak.Load(); n > pk && !s.peak.CompareAndSwap(pk, n); pk = s.peak.Load() {
+	}
+	return func() { s.active.Add(-1) }
+}
+
+// commitSync is sync for a commit logged at p, which it counts for gather.
+func (s *Store) commitSync(p wal.LSN) error {
+	s.appended.Add(1)
+	return s.sync(p)
+}
+
+// gatherWait bounds how long a committer waits for commits on their way.
 const gatherWait = 300 * time.Microsecond
 
 // change applies o to the live union and logs it.
 func (s *Store) change(o op, opName string) error {
+	if s.opts.Sync == SyncAlways {
+		defer s.committing()()
+	}
 	p, err := s.logChange(o, opName)
 	return s.done(p, err)
 }

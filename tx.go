@@ -48,12 +48,15 @@ type Tx struct {
 // fn, so it fails at once with an error wrapping ErrInTransaction.
 // Changes from other goroutines wait for the transaction as usual.
 func (s *Store) Update(fn func(tx *Tx) error) error {
+	if s.opts.Sync != SyncNone {
+		defer s.committing()()
+	}
 	p, err := s.update(fn)
 	if err != nil || p == 0 {
 		return err
 	}
 	if s.opts.Sync != SyncNone {
-		if err := s.sync(p); err != nil {
+		if err := s.commitSync(p); err != nil {
 			return err
 		}
 	}
