@@ -6,9 +6,11 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/internal/testsize"
@@ -279,4 +281,68 @@ func TestStoreCommittersAndReaders(t *testing.T) {
 	if got := dump(t, s, false); got != want {
 		t.Fatalf("reopened, the store holds another tree")
 	}
+}
+
+// TestStoreGroupCommit: one committer's transactions take one fdatasync
+// each; eight committers' share them, and every commit is there after a
+// reopen.
+func TestStoreGroupCommit(t *testing.T) {
+	for _, committers := range []int{1, 8} {
+		m := vfstest.NewMemFS()
+		m.SyncDelay = 200 * time.Microsecond
+		s, err := packfs.Open("", &packfs.Options{FS: m, CheckpointBytes: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const each = 40
+		before := countSyncs(m)
+		var wg sync.WaitGroup
+		for w := range committers {
+			wg.Go(func() {
+				for i := range each {
+					err := s.Update(func(tx *packfs.Tx) error {
+						return tx.WriteFile(fmt.Sprintf("c%d-%d", w, i), []byte("x"), 0o644)
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		syncs := countSyncs(m) - before
+		t.Logf("%d committers: %d commits, %d fdatasyncs", committers, committers*each, syncs)
+		switch {
+		case committers == 1 && syncs != each:
+			t.Errorf("one committer: %d fdatasyncs for %d commits", syncs, each)
+		case committers > 1 && syncs > committers*each/2:
+			t.Errorf("%d committers: %d fdatasyncs for %d commits", committers, syncs, committers*each)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		s, err = packfs.Open("", &packfs.Options{FS: m.Recover(vfstest.Torn{})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for w := range committers {
+			for i := range each {
+				if _, err := s.Stat(fmt.Sprintf("c%d-%d", w, i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		s.Close()
+	}
+}
+
+func countSyncs(m *vfstest.MemFS) int {
+	n := 0
+	for _, op := range m.Ops() {
+		if strings.HasPrefix(op, "sync wal-") {
+			n++
+		}
+	}
+	return n
 }
