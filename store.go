@@ -657,10 +657,18 @@ func (s *Store) sync(p wal.LSN) error {
 // The moment is bounded by the last sync's time, so that waiting for a
 // committer that does not come back costs less than a sync, and the
 // count starts again from those active now, so that it is wrong for at
-// most one sync.
+// most one sync. Only a sync that follows the last one closely waits
+// for committers coming back.
 func (s *Store) gather() {
 	want := s.peak.Swap(s.active.Load())
-	bound := min(gatherWait, time.Duration(s.syncTook.Load()))
+	took := s.syncTook.Load()
+	if time.Now().UnixNano()-s.flushAt.Load() > 2*took {
+		// The last sync ended a while ago: whoever it served is not
+		// on the way back, and this sync (Sync's, say) waits only for
+		// the commits in flight.
+		want = 0
+	}
+	bound := min(gatherWait, time.Duration(took))
 	for start := time.Now(); time.Since(start) < bound; {
 		if s.inflight.Load() == 0 && s.appended.Load() >= want {
 			break
