@@ -118,7 +118,10 @@ func checkMultiKey(t *testing.T, fsys vfs.FS, acked int, what string) int {
 // each whole, that includes every acknowledged one.
 func TestStoreCrashMidMultiKey(t *testing.T) {
 	txs, stride := 12, 1
-	if testsize.Short() || raceEnabled {
+	switch {
+	case raceEnabled:
+		txs, stride = 4, 7
+	case testsize.Short():
 		txs, stride = 6, 3
 	}
 	for _, ck := range []int64{-1, 16 << 10} {
