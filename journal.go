@@ -98,6 +98,20 @@ func (o *op) entries() [][]byte {
 	return es
 }
 
+// appendEntries appends the entries of the op, as entries returns them,
+// to buf, one after another, and the end of each in buf to ends.
+func (o *op) appendEntries(buf []byte, ends []int) ([]byte, []int) {
+	if !o.split() {
+		buf = o.encode(buf)
+		return buf, append(ends, len(buf))
+	}
+	for _, e := range o.entries() {
+		buf = append(buf, e...)
+		ends = append(ends, len(buf))
+	}
+	return buf, ends
+}
+
 var errBadOp = errors.New("malformed change record")
 
 // decodeOp decodes an entry of the log. data aliases b.

@@ -109,12 +109,17 @@ type Store struct {
 
 	// wmu serializes changes, so that the log's order is the order in
 	// which they were made, and guards the fields below it.
-	wmu   sync.Mutex
-	now   time.Time // the upper layer's clock: a change's recorded time
-	enc   []byte    // the head of the entry logOp logs, reused
-	log   *wal.Log
-	man   manifest
-	packs []*openPack // top first, as in man.packs
+	wmu sync.Mutex
+	now time.Time // the upper layer's clock: a change's recorded time
+	enc []byte    // the head of the entry logOp logs, reused
+	// txLog, txEnds and txEntries are the buffers of the last
+	// transaction, for the next (see Tx.recycle).
+	txLog     []byte
+	txEnds    []int
+	txEntries [][]byte
+	log       *wal.Log
+	man       manifest
+	packs     []*openPack // top first, as in man.packs
 	// retired holds the packs the last two flattens replaced, which
 	// snapshots may still read; older ones are closed.
 	retired [2][]*openPack
@@ -160,6 +165,17 @@ type Store struct {
 	// append to the log: a committer about to sync waits a moment for
 	// them, so that one fdatasync covers them all.
 	inflight atomic.Int32
+	// active counts the durable committers between their start and
+	// their return, and peak is the most active at once since the last
+	// sync began; appended counts the commits logged since then. The
+	// next sync waits a moment for peak of them (see gather). syncTook
+	// is how long the last sync took, from when it began (flushAt, Unix
+	// nanoseconds) to when its committers woke: it bounds that moment.
+	active   atomic.Int32
+	peak     atomic.Int32
+	appended atomic.Int32
+	syncTook atomic.Int64
+	flushAt  atomic.Int64
 
 	ckMu   sync.Mutex // one checkpoint at a time
 	ckAuto atomic.Bool
@@ -617,7 +633,7 @@ func (s *Store) done(p wal.LSN, err error) error {
 		return err
 	}
 	if s.opts.Sync == SyncAlways {
-		if err := s.sync(p); err != nil {
+		if err := s.commitSync(p); err != nil {
 			return err
 		}
 	}
@@ -630,7 +646,14 @@ func (s *Store) done(p wal.LSN, err error) error {
 // committer that syncs for everyone lets them in first (gather), so that
 // they share its fdatasync rather than wait for it and need their own.
 func (s *Store) sync(p wal.LSN) error {
-	if err := s.log.Sync(p); err != nil {
+	start := time.Now().UnixNano()
+	err := s.log.Sync(p)
+	if at := s.flushAt.Load(); at > start {
+		// The sync this committer waited for began at at: it has taken
+		// this long, give or take the wake-up.
+		s.syncTook.Store(time.Now().UnixNano() - at)
+	}
+	if err != nil {
 		if errors.Is(err, wal.ErrClosed) {
 			return layer.PathError("sync", ".", fs.ErrClosed)
 		}
@@ -646,18 +669,62 @@ func (s *Store) sync(p wal.LSN) error {
 }
 
 // gather is the log's Gather: the committer that is about to sync for
-// everyone waits, a bounded moment, for the commits on their way.
+// everyone waits, a bounded moment, for the commits on their way: those
+// in flight, and as many in all as there were committers at once since
+// the last sync began. Without the second, the committers that the last
+// sync served, coming back with their next commits, found a leader
+// syncing for the others alone: eight committers settled into two
+// groups that took turns, each fdatasync serving four.
+//
+// The moment is bounded by the last sync's time, so that waiting for a
+// committer that does not come back costs less than a sync, and the
+// count starts again from those active now, so that it is wrong for at
+// most one sync. Only a sync that follows the last one closely waits
+// for committers coming back.
 func (s *Store) gather() {
-	for start := time.Now(); s.inflight.Load() > 0 && time.Since(start) < gatherWait; {
+	want := s.peak.Swap(s.active.Load())
+	took := s.syncTook.Load()
+	if time.Now().UnixNano()-s.flushAt.Load() > 2*took {
+		// The last sync ended a while ago: whoever it served is not
+		// on the way back, and this sync (Sync's, say) waits only for
+		// the commits in flight.
+		want = 0
+	}
+	bound := min(gatherWait, time.Duration(took))
+	for start := time.Now(); time.Since(start) < bound; {
+		if s.inflight.Load() == 0 && s.appended.Load() >= want {
+			break
+		}
 		runtime.Gosched()
 	}
+	s.appended.Store(0)
+	s.flushAt.Store(time.Now().UnixNano())
 }
 
-// gatherWait bounds how long a committer waits for commits in flight.
+// committing counts a durable committer active until the function it
+// returns is called: the syncs wait for as many commits as there were
+// such committers at once (see gather).
+func (s *Store) committing() func() {
+	n := s.active.Add(1)
+	for pk := s.peak.Load(); n > pk && !s.peak.CompareAndSwap(pk, n); pk = s.peak.Load() {
+	}
+	return func() { s.active.Add(-1) }
+}
+
+// commitSync is sync for a commit logged at p, which it counts for gather.
+func (s *Store) commitSync(p wal.LSN) error {
+	s.appended.Add(1)
+	return s.sync(p)
+}
+
+// gatherWait bounds how long a committer waits for commits on their way.
 const gatherWait = 300 * time.Microsecond
 
 // change applies o to the live union and logs it.
 func (s *Store) change(o op, opName string) error {
+	if s.opts.Sync == SyncAlways {
+		defer s.committing()()
+	}
 	p, err := s.logChange(o, opName)
 	return s.done(p, err)
 }

@@ -1,6 +1,7 @@
 package packfs
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"time"
@@ -15,9 +16,12 @@ import (
 // transaction began. A Tx is valid only inside the function given to
 // Update, and only on that function's goroutine.
 type Tx struct {
-	s       *Store
-	fs      *FS // the live union, which its changes apply to
-	entries [][]byte
+	s  *Store
+	fs *FS // the live union, which its changes apply to
+	// log holds the log entries of the changes made so far, one after
+	// another: entry i ends at ends[i].
+	log  []byte
+	ends []int
 	// names holds the names open handles had before the transaction
 	// changed them, so that a transaction undone gives them back.
 	names map[*storeFile]string
@@ -46,12 +50,15 @@ type Tx struct {
 // fn, so it fails at once with an error wrapping ErrInTransaction.
 // Changes from other goroutines wait for the transaction as usual.
 func (s *Store) Update(fn func(tx *Tx) error) error {
+	if s.opts.Sync != SyncNone {
+		defer s.committing()()
+	}
 	p, err := s.update(fn)
 	if err != nil || p == 0 {
 		return err
 	}
 	if s.opts.Sync != SyncNone {
-		if err := s.sync(p); err != nil {
+		if err := s.commitSync(p); err != nil {
 			return err
 		}
 	}
@@ -85,14 +92,14 @@ func (s *Store) update(fn func(tx *Tx) error) (wal.LSN, error) {
 	if err != nil {
 		return 0, err
 	}
-	tx := &Tx{s: s, fs: u}
+	tx := &Tx{s: s, fs: u, log: s.txLog[:0], ends: s.txEnds[:0]}
 	pre := undoPoint{top: snap.layers[0], lowers: snap.layers[1:]}
 	s.frozen.Store(snap) // readers see the state before the transaction
 	s.applying.Add(1)
 	settled := false
 	defer func() {
 		tx.done = true
-		if !settled && len(tx.entries) > 0 {
+		if !settled && len(tx.ends) > 0 {
 			s.undo(tx, snap) // fn failed or panicked
 		}
 		if s.applying.Load()%2 == 1 {
@@ -105,13 +112,21 @@ func (s *Store) update(fn func(tx *Tx) error) (wal.LSN, error) {
 	}
 	tx.done = true
 	settled = true
-	if len(tx.entries) == 0 {
+	if len(tx.ends) == 0 {
 		return 0, nil
 	}
+	es := tx.entries()
 	if s.tail != nil {
-		s.tail = append(s.tail, tx.entries...)
+		// A checkpoint runs, and keeps what is logged meanwhile: its own
+		// copy, which the next transaction's buffers do not overwrite.
+		tail := bytes.Clone(tx.log)
+		for _, e := range es {
+			s.tail = append(s.tail, tail[:len(e):len(e)])
+			tail = tail[len(e):]
+		}
 	}
-	p, err := s.log.Append(tx.entries...)
+	p, err := s.log.Append(es...)
+	tx.recycle(es)
 	if err != nil {
 		return 0, s.fail(err, &pre) // readers go back to pre for good
 	}
@@ -188,11 +203,39 @@ func (tx *Tx) change(o op, opName string) error {
 	if err := s.applyLive(o); err != nil {
 		return err
 	}
-	tx.entries = append(tx.entries, o.entries()...)
+	tx.log, tx.ends = o.appendEntries(tx.log, tx.ends)
 	if s.feed.Active() {
 		tx.changes = append(tx.changes, changeOf(tx.fs, &o))
 	}
 	return nil
+}
+
+// entries returns the transaction's log entries, slices of tx.log, in a
+// slice the store keeps for the next transaction.
+func (tx *Tx) entries() [][]byte {
+	es := tx.s.txEntries[:0]
+	start := 0
+	for _, end := range tx.ends {
+		es = append(es, tx.log[start:end:end])
+		start = end
+	}
+	return es
+}
+
+// maxRecycled bounds the bytes of entries a store keeps for its next
+// transaction: a large one's buffer goes with it.
+const maxRecycled = 1 << 20
+
+// recycle gives the transaction's buffers, which the log has copied, to
+// the next transaction; s.wmu is held.
+func (tx *Tx) recycle(es [][]byte) {
+	s := tx.s
+	if cap(tx.log) > maxRecycled {
+		return
+	}
+	clear(es)
+	s.txLog, s.txEnds, s.txEntries = tx.log[:0], tx.ends[:0], es[:0]
+	tx.log, tx.ends = nil, nil
 }
 
 // Reading: the transaction's view.

@@ -502,8 +502,61 @@ func (u *FS) Create(name string) (layer.File, error) {
 }
 
 // WriteFile writes data to name, creating it with perm or truncating it.
+// Where the upper layer can (package mem), the file is created or
+// truncated and written in one step of it, with no handle between.
 func (u *FS) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	if _, _, ok := u.mounted(name); !ok && u.upper != nil {
+		_, in := u.upper.(writeFileInFS)
+		if _, ok := u.upper.(layer.WriteFileFS); ok && in {
+			return u.writeFile(name, data, perm)
+		}
+	}
 	return layer.WriteFileByOpenFile(u, name, data, perm)
+}
+
+// writeFileInFS is an upper layer that writes a whole file, an entry of
+// a directory handle its LookupAt gave, in one step (package mem).
+type writeFileInFS interface {
+	WriteFileIn(dir pathwalk.Dir, name, path string, data []byte, perm fs.FileMode) error
+}
+
+// writeFile is WriteFile through an upper layer that is a writeFileInFS
+// and a layer.WriteFileFS: openWrite's walk and preparation, then one
+// step of the upper layer.
+func (u *FS) writeFile(name string, data []byte, perm fs.FileMode) error {
+	const flag = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if err := layer.CheckPath(name); err != nil {
+		return layer.PathError("open", name, err)
+	}
+	upper, err := u.writable("open", name)
+	if err != nil {
+		return err
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	dir, n, err := u.walkWrite(name, true, true)
+	if err == nil && n.slash {
+		err = syscall.EISDIR // Linux's rule for O_CREAT and a trailing slash
+	}
+	if err == nil {
+		_, err = u.prepareOpen(dir, n, flag, perm)
+	}
+	if err != nil {
+		return layer.PathError("open", name, bare(err))
+	}
+	if _, d, ok := u.upperIn(dir, n); ok {
+		if err := upper.(writeFileInFS).WriteFileIn(d, n.name, n.path, data, perm); err != nil {
+			return layer.PathError("open", name, bare(err))
+		}
+		return nil
+	}
+	// The walk found no handle on the directory (it was made in the
+	// upper layer just now): the upper layer's WriteFile walks n's path,
+	// one step still.
+	if err := upper.(layer.WriteFileFS).WriteFile(n.path, data, perm); err != nil {
+		return layer.PathError("open", name, bare(err))
+	}
+	return nil
 }
 
 // Mkdir creates the directory name. Made where a lower layer's entry was

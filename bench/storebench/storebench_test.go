@@ -2,6 +2,7 @@ package storebench
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -72,6 +73,64 @@ func BenchmarkMultiKey(b *testing.B) {
 	b.Run("bbolt", func(b *testing.B) {
 		report(b, func(dir string) (Result, error) { return BoltMultiKey(dir, 64, 128) })
 	})
+	// Both in each iteration, one after the other, so that the disk's
+	// swings fall on both alike: x-bbolt is PackFS's rate over bbolt's,
+	// the median of the iterations' ratios.
+	b.Run("ratio", func(b *testing.B) {
+		ratios(b, "x-bbolt",
+			func(dir string) (Result, error) { return PackFSMultiKey(dir, 64, 128) },
+			func(dir string) (Result, error) { return BoltMultiKey(dir, 64, 128) })
+	})
+}
+
+// BenchmarkCommitters: eight committers' rate over one committer's, on
+// the single-key workload over 4,096 files with hot keys, both in each
+// iteration (the median of the iterations' ratios); and each beside
+// bbolt's with as many committers.
+func BenchmarkCommitters(b *testing.B) {
+	single := func(w int) func(string) (Result, error) {
+		return func(dir string) (Result, error) { return PackFSSingleKey(dir, 4096, 128, w, true) }
+	}
+	bolt := func(w int) func(string) (Result, error) {
+		return func(dir string) (Result, error) { return BoltSingleKey(dir, 4096, 128, w, true) }
+	}
+	b.Run("8-over-1", func(b *testing.B) { ratios(b, "x-one-committer", single(8), single(1)) })
+	b.Run("1-vs-bbolt", func(b *testing.B) { ratios(b, "x-bbolt", single(1), bolt(1)) })
+	b.Run("8-vs-bbolt", func(b *testing.B) { ratios(b, "x-bbolt", single(8), bolt(8)) })
+}
+
+// ratios runs ours and theirs one after the other in each iteration and
+// reports the median of ours' rate over theirs', and each one's median
+// rate.
+func ratios(b *testing.B, unit string, ours, theirs func(dir string) (Result, error)) {
+	b.Helper()
+	var rs, a, t []float64
+	for range b.N {
+		ro, err := ours(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		rt, err := theirs(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		rs = append(rs, ro.TxPerSec()/rt.TxPerSec())
+		a = append(a, ro.TxPerSec())
+		t = append(t, rt.TxPerSec())
+	}
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(median(rs), unit)
+	b.ReportMetric(median(a), "tx/s")
+	b.ReportMetric(median(t), "their-tx/s")
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // BenchmarkRecovery: reopening a store whose log holds about 100 MB.

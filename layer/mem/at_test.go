@@ -2,6 +2,7 @@ package mem_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -153,4 +154,102 @@ func TestIssue19OpenAt(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { f.OpenAt(d.Dir, "missing", "d/missing") }); n != 0 {
 		t.Errorf("OpenAt of a missing name: %v allocations, want 0", n)
 	}
+}
+
+// TestWriteFileIn: WriteFileIn creates or truncates and writes the entry
+// of a directory handle as WriteFile does its path, refuses what
+// OpenFileIn refuses, does not keep the caller's buffer, and publishes
+// the file whole: a reader beside it sees the old contents or the new,
+// never an empty or partial file.
+func TestWriteFileIn(t *testing.T) {
+	f := mem.New()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(f.MkdirAll("d/sub", 0o755))
+	must(f.WriteFile("d/f", []byte("old"), 0o644))
+	must(f.Symlink("f", "d/link"))
+	d, err := f.LookupAt(nil, "d")
+	must(err)
+
+	data := []byte("hello")
+	must(f.WriteFileIn(d.Dir, "new", "d/new", data, 0o640))
+	data[0] = 'j'
+	if b, err := f.ReadFile("d/new"); err != nil || string(b) != "hello" {
+		t.Fatalf("ReadFile(d/new) = %q, %v", b, err)
+	}
+	if fi, err := f.Stat("d/new"); err != nil || fi.Mode() != 0o640 {
+		t.Fatalf("Stat(d/new) = %v, %v; want a file of mode 0640", fi, err)
+	}
+	must(f.WriteFileIn(d.Dir, "f", "d/f", []byte("x"), 0o600))
+	if b, _ := f.ReadFile("d/f"); string(b) != "x" {
+		t.Fatalf("d/f after WriteFileIn holds %q", b)
+	}
+	if fi, _ := f.Stat("d/f"); fi.Mode() != 0o644 {
+		t.Fatalf("WriteFileIn over d/f changed its mode to %v", fi.Mode())
+	}
+	must(f.WriteFileIn(d.Dir, "f", "d/f", nil, 0o644))
+	if b, _ := f.ReadFile("d/f"); len(b) != 0 {
+		t.Fatalf("d/f after an empty WriteFileIn holds %q", b)
+	}
+
+	for _, c := range []struct {
+		name string
+		want error
+	}{
+		{"link", syscall.ELOOP},
+		{"sub", syscall.EISDIR},
+		{"sub/x", fs.ErrInvalid},
+		{".", fs.ErrInvalid},
+		{"..", fs.ErrInvalid},
+		{"", fs.ErrInvalid},
+		{strings.Repeat("n", 256), syscall.ENAMETOOLONG},
+	} {
+		err := f.WriteFileIn(d.Dir, c.name, "d/"+c.name, []byte("y"), 0o644)
+		var pe *fs.PathError
+		if !errors.Is(err, c.want) || !errors.As(err, &pe) || pe.Op != "open" || pe.Path != "d/"+c.name {
+			t.Errorf("WriteFileIn(d, %q) = %v, want a PathError of open wrapping %v", c.name, err, c.want)
+		}
+	}
+	if b, _ := f.ReadFile("d/f"); len(b) != 0 {
+		t.Fatalf("a refused WriteFileIn through d/link wrote d/f: %q", b)
+	}
+	sub, err := f.LookupAt(d.Dir, "sub")
+	must(err)
+	must(f.RemoveAll("d/sub"))
+	if err := f.WriteFileIn(sub.Dir, "y", "d/sub/y", nil, 0o644); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("WriteFileIn in a removed directory = %v, want ErrNotExist", err)
+	}
+
+	// A reader beside the writer sees one of the two contents, whole.
+	a, b := strings.Repeat("a", 3000), strings.Repeat("b", 5000)
+	must(f.WriteFile("d/w", []byte(a), 0o644))
+	done := make(chan struct{})
+	errs := make(chan string, 1)
+	go func() {
+		defer close(errs)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			got, err := f.ReadFile("d/w")
+			if err != nil || (string(got) != a && string(got) != b) {
+				errs <- fmt.Sprintf("reader saw %d bytes, %v", len(got), err)
+				return
+			}
+		}
+	}()
+	for i := range 2000 {
+		must(f.WriteFileIn(d.Dir, "w", "d/w", []byte([]string{a, b}[i%2]), 0o644))
+	}
+	close(done)
+	if msg, ok := <-errs; ok {
+		t.Fatal(msg)
+	}
+	must(f.Check())
 }

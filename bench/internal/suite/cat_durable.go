@@ -101,19 +101,27 @@ func runDurable(c *Ctx) error {
 			t := c.Table(id, fmt.Sprintf("128 single-key transactions over %d files, %s keys", files, keys), "tx")
 			t.Base = "raw fdatasync"
 			// Rounds interleave the backends, so that the disk's swings
-			// fall on all of them alike.
+			// fall on all of them alike; the ratios are of one round's
+			// rates.
+			var groupRatio, boltRatio []float64
 			for range c.Runs {
+				rate := map[string]float64{}
 				for _, r := range rows {
 					res, err := inDir(func(d string) (storebench.Result, error) { return r.run(d, files, hot, r.w) })
 					if err != nil {
 						return fmt.Errorf("%s: %w", r.name, err)
 					}
 					t.Record(Spec{Backend: r.name, Where: place.Name, N: files, Ours: r.ours, Ops: res.Tx}, res.Elapsed)
+					rate[r.name] = res.TxPerSec()
 					if r.ours {
 						note(id+"/"+r.name, res)
 					}
 				}
+				groupRatio = append(groupRatio, rate["packfs store, 8 committers"]/rate["packfs store"])
+				boltRatio = append(boltRatio, rate["packfs store"]/rate["bbolt"])
 			}
+			t.Note("packfs store: %.2fx bbolt's rate; 8 committers: %.2fx one committer's (medians of one round's ratios)",
+				median(boltRatio), median(groupRatio))
 			for _, r := range rows {
 				if s := notes[id+"/"+r.name]; s != nil {
 					t.Note("%s: %.2f fdatasyncs/tx, %.0f host bytes/tx, final checkpoint %.1f ms (medians)",
@@ -125,6 +133,7 @@ func runDurable(c *Ctx) error {
 
 	multi := c.Table("multi", "64 transactions of 128 new keys each", "tx")
 	multi.NoBaseline = true
+	var multiRatio []float64
 	for range c.Runs {
 		res, err := inDir(func(d string) (storebench.Result, error) { return storebench.PackFSMultiKey(d, 64, 128) })
 		if err != nil {
@@ -132,15 +141,16 @@ func runDurable(c *Ctx) error {
 		}
 		multi.Record(Spec{Backend: "packfs store", Where: place.Name, N: 128, Ours: true, Ops: res.Tx}, res.Elapsed)
 		note("multi", res)
-		res, err = inDir(func(d string) (storebench.Result, error) { return storebench.BoltMultiKey(d, 64, 128) })
+		bres, err := inDir(func(d string) (storebench.Result, error) { return storebench.BoltMultiKey(d, 64, 128) })
 		if err != nil {
 			return err
 		}
-		multi.Record(Spec{Backend: "bbolt", Where: place.Name, N: 128, Ops: res.Tx}, res.Elapsed)
+		multi.Record(Spec{Backend: "bbolt", Where: place.Name, N: 128, Ops: bres.Tx}, bres.Elapsed)
+		multiRatio = append(multiRatio, res.TxPerSec()/bres.TxPerSec())
 	}
 	s := notes["multi"]
-	multi.Note("packfs store: %.2f fdatasyncs/tx, %.0f host bytes/tx, final checkpoint of 8,192 files %.1f ms (medians)",
-		median(s.syncs), median(s.bytes), median(s.ckpt))
+	multi.Note("packfs store: %.2fx bbolt's rate (median of one round's ratios); %.2f fdatasyncs/tx, %.0f host bytes/tx, final checkpoint of 8,192 files %.1f ms (medians)",
+		median(multiRatio), median(s.syncs), median(s.bytes), median(s.ckpt))
 
 	size := int64(100 << 20)
 	switch {
