@@ -358,3 +358,104 @@ func TestIssue16TxOwners(t *testing.T) {
 		t.Fatalf("after reopen:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestIssue16StoreRootModeBits: the root's setuid, setgid and sticky
+// bits survive what gives the store a fresh upper layer: a checkpoint, a
+// reopen from the manifest alone, and an undone transaction. A root of
+// 0o755 with them lost them, as the crash test found after a checkpoint
+// whose log held no later change; readers running beside the
+// checkpoints never see them go.
+func TestIssue16StoreRootModeBits(t *testing.T) {
+	for _, mode := range []fs.FileMode{
+		fs.ModeSetuid | fs.ModeSetgid | 0o755,
+		fs.ModeSetgid | 0o755,
+		fs.ModeSticky | 0o755,
+		fs.ModeSticky | 0o700,
+	} {
+		t.Run(mode.String(), func(t *testing.T) {
+			want := fs.ModeDir | mode
+			check := func(s *packfs.Store, step string) {
+				t.Helper()
+				fi, err := s.Stat(".")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fi.Mode() != want {
+					t.Fatalf("after %s: the root is %v, want %v", step, fi.Mode(), want)
+				}
+			}
+			m := vfstest.NewMemFS()
+			s, err := packfs.Open("", &packfs.Options{FS: m, CheckpointBytes: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustDo(t, s.WriteFile("f", []byte("x"), 0o644))
+			mustDo(t, s.Chmod(".", mode))
+			check(s, "chmod")
+			undone := func(step string) {
+				t.Helper()
+				err := s.Update(func(tx *packfs.Tx) error {
+					if err := tx.Chmod("f", 0o600); err != nil {
+						return err
+					}
+					return errTx
+				})
+				if !errors.Is(err, errTx) {
+					t.Fatal(err)
+				}
+				check(s, step)
+			}
+			undone("an undone transaction")
+
+			stop := make(chan struct{})
+			bad := make(chan fs.FileMode, 1)
+			done := make(chan struct{})
+			defer func() {
+				select {
+				case <-done:
+				default:
+					close(stop)
+					<-done
+				}
+			}()
+			go func() {
+				defer close(done)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if fi, err := s.Stat("."); err == nil && fi.Mode() != want {
+						select {
+						case bad <- fi.Mode():
+						default:
+						}
+					}
+				}
+			}()
+			for range 20 {
+				mustDo(t, s.Checkpoint())
+			}
+			close(stop)
+			<-done
+			select {
+			case got := <-bad:
+				t.Fatalf("a reader beside a checkpoint saw the root as %v, want %v", got, want)
+			default:
+			}
+			check(s, "checkpoint")
+			mustDo(t, s.Close())
+
+			s, err = packfs.Open("", &packfs.Options{FS: m, CheckpointBytes: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			check(s, "reopen")
+			undone("an undone transaction after the reopen")
+			mustDo(t, s.Flatten())
+			check(s, "flatten")
+		})
+	}
+}

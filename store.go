@@ -439,10 +439,12 @@ func keepRootOwner(m *mem.FS, root fs.FileInfo) {
 }
 
 // newUpper returns an empty upper layer whose root has the mode of the
-// root it stands for: the upper's root is the union's.
+// root it stands for: the upper's root is the union's. The mode's setuid,
+// setgid and sticky bits count as much as its permissions (a root of
+// 0o755 with setgid is not a fresh layer's root).
 func newUpper(clock func() time.Time, mode fs.FileMode) *mem.FS {
 	m := mem.NewWithClock(clock)
-	if mode.IsDir() && mode.Perm() != 0o755 {
+	if mode.IsDir() && mode != fs.ModeDir|0o755 {
 		m.Chmod(".", mode)
 	}
 	return m

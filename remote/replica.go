@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/packfs/packfs"
+	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/layer/mem"
 )
 
@@ -177,8 +178,18 @@ func (r *Replica) refresh() error {
 	}
 	root := time.Unix(0, m.Root)
 	upper := mem.NewWithClock(func() time.Time { return root })
-	if mode := fs.FileMode(m.Mode); mode.Perm() != 0o755 {
+	// The upper layer's root is the union's: it takes the root's whole
+	// mode (setuid, setgid and sticky bits too) from the manifest, and
+	// its owner from the top pack, as the writer's store does.
+	if mode := fs.FileMode(m.Mode); mode.IsDir() && mode != fs.ModeDir|0o755 {
 		upper.Chmod(".", mode)
+	}
+	if len(lowers) > 0 {
+		if fi, err := fs.Stat(lowers[0], "."); err == nil {
+			if uid, gid, ok := layer.OwnerOf(fi); ok {
+				upper.Lchown(".", ownerArg(uid), ownerArg(gid))
+			}
+		}
 	}
 	snap, err := packfs.New(upper, lowers...).Snapshot()
 	if err != nil {
@@ -194,6 +205,15 @@ func (r *Replica) refresh() error {
 		old.releaseLocked()
 	}
 	return nil
+}
+
+// ownerArg is the Lchown argument that sets an id to id: -1 for
+// layer.NoOwner, which leaves it unset.
+func ownerArg(id uint32) int {
+	if id == layer.NoOwner {
+		return -1
+	}
+	return int(id)
 }
 
 // drop releases the packs keys; r.mu is held.

@@ -350,3 +350,59 @@ func TestPublishLostResponse(t *testing.T) {
 		t.Fatalf("generation %d", r.Generation())
 	}
 }
+
+// TestReplicaRoot: a replica's root has the writer's root's mode, its
+// setuid, setgid and sticky bits included, and its owner, through delta
+// checkpoints and a flatten (a root of 0o755 with setgid showed as plain
+// 0o755, and an owned root as one without an owner).
+func TestReplicaRoot(t *testing.T) {
+	srv := newServer(t)
+	b := bucketAt(t, srv.URL, &remote.Options{BlockSize: 4096})
+	s := publishedStore(t, b, "st")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := func(fsys fs.FS) string {
+		t.Helper()
+		fi, err := fs.Stat(fsys, ".")
+		must(err)
+		uid, gid, _ := layer.OwnerOf(fi)
+		return fmt.Sprintf("%v %d:%d", fi.Mode(), int32(uid), int32(gid))
+	}
+	must(layer.WriteFile(s, "f", []byte("x"), 0o644))
+	var r *remote.Replica
+	for _, step := range []struct {
+		uid, gid int
+		mode     fs.FileMode
+		flatten  bool
+	}{
+		{5, 6, fs.ModeSetgid | 0o755, false},
+		{7, -1, fs.ModeSticky | 0o700, false},
+		{-1, 0, fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky | 0o755, true},
+		{0, -1, 0o755, false},
+	} {
+		must(s.Lchown(".", step.uid, step.gid))
+		must(s.Chmod(".", step.mode))
+		if step.flatten {
+			must(s.Flatten())
+		} else {
+			must(s.Checkpoint())
+		}
+		if r == nil {
+			var err error
+			r, err = b.OpenReplica(context.Background(), "st", &remote.ReplicaOptions{Poll: 10 * time.Millisecond})
+			must(err)
+			defer r.Close()
+		}
+		gen := s.Info().Generation
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		must(r.WaitGeneration(ctx, gen))
+		cancel()
+		if got, want := root(r), root(s); got != want {
+			t.Fatalf("generation %d: the replica's root is %s, the store's %s", gen, got, want)
+		}
+	}
+}

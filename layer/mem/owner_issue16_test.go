@@ -240,6 +240,7 @@ func TestIssue16OwnersConcurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	snap := f.Snapshot()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range 4 {
@@ -256,7 +257,6 @@ func TestIssue16OwnersConcurrent(t *testing.T) {
 		}()
 	}
 	go func() { wg.Wait(); close(done) }()
-	snap := f.Snapshot()
 	for {
 		select {
 		case <-done:
