@@ -73,6 +73,7 @@ func (f *FS) WriteFileIn(dir pathwalk.Dir, name, path string, data []byte, perm 
 		ns.data = c
 		ns.mtime = now
 		f.set(w.e.ino, ns)
+		f.note(layer.OpWrite, w.e.ino)
 		return nil
 	})
 	if err != nil {

@@ -41,6 +41,13 @@ func TestWatch(t *testing.T) {
 	expect(layer.Change{Op: layer.OpCreate, Name: "a/b/f"})
 	must(f.WriteFile("a/b/f", []byte("yy"), 0o644))
 	expect(layer.Change{Op: layer.OpWrite, Name: "a/b/f"})
+	// The one-step write a union makes of a file it has found.
+	must(f.WriteFileIn(nil, "top", "top", []byte("x"), 0o644))
+	expect(layer.Change{Op: layer.OpCreate, Name: "top"})
+	must(f.WriteFileIn(nil, "top", "top", []byte("yy"), 0o644))
+	expect(layer.Change{Op: layer.OpWrite, Name: "top"})
+	must(f.Remove("top"))
+	expect(layer.Change{Op: layer.OpRemove, Name: "top"})
 	h, err := f.OpenFile("a/b/f", os.O_RDWR, 0)
 	must(err)
 	must(f.Rename("a/b", "c"))
