@@ -2,7 +2,6 @@ package mem
 
 import (
 	"io/fs"
-	"os"
 	"strings"
 	"syscall"
 
@@ -48,38 +47,7 @@ func (f *FS) OpenFileIn(dir pathwalk.Dir, name, path string, flag int, perm fs.F
 // symlink there is not followed: writing through one fails with ELOOP,
 // as OpenFileIn does.
 func (f *FS) WriteFileIn(dir pathwalk.Dir, name, path string, data []byte, perm fs.FileMode) error {
-	c := newContent(append([]byte(nil), data...))
-	err := f.update(func(root *entry, now int64) error {
-		if err := checkCreate(path); err != nil {
-			return err
-		}
-		w, err := f.whereIn(root, dir, name)
-		if err != nil {
-			return err
-		}
-		if w.e == nil {
-			if err := layer.CheckElem(w.base); err != nil {
-				return err
-			}
-			e := f.create(&state{mode: perm & fileModeMask, mtime: now, data: c})
-			f.link(w.dir, strings.Clone(w.base), e, now)
-			return nil
-		}
-		st := w.e.state()
-		if err := checkOpen(st, os.O_WRONLY|os.O_CREATE|os.O_TRUNC); err != nil {
-			return err
-		}
-		ns := st.with()
-		ns.data = c
-		ns.mtime = now
-		f.set(w.e.ino, ns)
-		f.note(layer.OpWrite, w.e.ino)
-		return nil
-	})
-	if err != nil {
-		return layer.PathError("open", path, err)
-	}
-	return nil
+	return f.writeFile(path, data, perm, func(root *entry) (where, error) { return f.whereIn(root, dir, name) })
 }
 
 // OpenAt opens the regular file name, one element, of dir, a directory

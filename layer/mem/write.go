@@ -282,12 +282,18 @@ func (f *FS) Create(name string) (layer.File, error) {
 // WriteFile writes data to name, creating it with perm or truncating it, as
 // [os.WriteFile] does, in one step: readers see the old or the new file.
 func (f *FS) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	return f.writeFile(name, data, perm, func(root *entry) (where, error) { return walk(root, name, true) })
+}
+
+// writeFile is WriteFile of the entry find resolves in root, known as
+// name.
+func (f *FS) writeFile(name string, data []byte, perm fs.FileMode, find func(root *entry) (where, error)) error {
 	c := newContent(append([]byte(nil), data...))
 	err := f.update(func(root *entry, now int64) error {
 		if err := checkCreate(name); err != nil {
 			return err
 		}
-		w, err := walk(root, name, true)
+		w, err := find(root)
 		if err != nil {
 			return err
 		}
