@@ -77,7 +77,7 @@ func TestDirCacheMovedOut(t *testing.T) {
 // back and forth: after each swap a stat finds what is at the name then.
 func TestDirCacheExchanged(t *testing.T) {
 	rounds := 2000
-	if testsize.Short() {
+	if testsize.Short() || raceEnabled { // the race detector costs 10x
 		rounds = 300
 	}
 	for _, m := range modes {
@@ -138,7 +138,7 @@ func TestDirCacheOwnChanges(t *testing.T) {
 // default) between two stats lose nothing.
 func TestDirCacheOverflow(t *testing.T) {
 	n := 17000
-	if testsize.Short() {
+	if testsize.Short() || raceEnabled { // the race detector costs 10x
 		n = 2000
 	}
 	_, f := cacheTree(t)
@@ -190,7 +190,7 @@ func TestDirCacheMany(t *testing.T) {
 // it. Every stat finds the file inside, or fails; none reaches outside.
 func TestDirCacheRace(t *testing.T) {
 	iterations := 20000
-	if testsize.Short() {
+	if testsize.Short() || raceEnabled { // the race detector costs 10x
 		iterations = 3000
 	}
 	base, f := cacheTree(t)

@@ -233,7 +233,7 @@ func secretHook() (viaCache func(fs.FileInfo) bool, reset func()) {
 func TestProbeDirCacheSecretRace(t *testing.T) {
 	var uncached atomic.Int64
 	rounds := 20000
-	if testsize.Short() {
+	if testsize.Short() || raceEnabled { // the race detector costs 10x
 		rounds = 1500
 	}
 	for _, dir := range []string{"a", "a/b", "a/b/c"} {
@@ -291,7 +291,7 @@ func TestProbeDirCacheSecretRace(t *testing.T) {
 // stays outside (base/out/f).
 func TestProbeDirCacheExchangeRace(t *testing.T) {
 	rounds := 200000
-	if testsize.Short() {
+	if testsize.Short() || raceEnabled { // the race detector costs 10x
 		rounds = 10000
 	}
 	base, root := probeTree(t)
@@ -427,7 +427,7 @@ func TestProbeDirCacheSearchRace(t *testing.T) {
 	needRoot(t)
 	var uncached atomic.Int64
 	rounds := 10000
-	if testsize.Short() {
+	if testsize.Short() || raceEnabled { // the race detector costs 10x
 		rounds = 1000
 	}
 	for _, dir := range []string{"", "a", "a/b"} {
@@ -636,7 +636,7 @@ func TestProbeDirCacheManyFS(t *testing.T) {
 // left open once the stats are done.
 func TestProbeDirCacheCloseWhileStat(t *testing.T) {
 	rounds := 200
-	if testsize.Short() {
+	if testsize.Short() || raceEnabled { // the race detector costs 10x
 		rounds = 30
 	}
 	makeWatcher(t)

@@ -16,7 +16,9 @@
 //     from the compressed pack (with the default cache of decompressed
 //     frames, and with one of 64 MiB that holds them all), the
 //     uncompressed pack and a Deflate zip;
-//   - SeqRead: a 64 MiB file read whole (WriteTo) from each pack;
+//   - SeqRead: a 64 MiB file read whole (WriteTo) from each pack, and
+//     from the compressed one cold (a fresh Reader each time, so that
+//     every frame is decompressed);
 //   - SeqReadExecutable: the go command's executable read whole from a
 //     compressed pack, whose frames went through the x86 filter;
 //   - FirstByte: open the pack, open the 64 MiB file, read its first

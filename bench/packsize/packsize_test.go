@@ -379,6 +379,26 @@ func BenchmarkSeqRead(b *testing.B) {
 			}
 		})
 	}
+	// Cold: a fresh Reader each time, so that every frame is decompressed
+	// (the default cache holds the whole file after one pass).
+	b.Run("backend=pack-zstd-cold", func(b *testing.B) {
+		b.SetBytes(64 << 20)
+		for b.Loop() {
+			r, err := packreader.Open(f.bigZstd)
+			if err != nil {
+				b.Fatal(err)
+			}
+			h, err := r.Open("big")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := h.(io.WriterTo).WriteTo(io.Discard); err != nil {
+				b.Fatal(err)
+			}
+			h.Close()
+			r.Close()
+		}
+	})
 }
 
 // BenchmarkFirstByte opens the pack, opens the 64 MiB file, reads one
