@@ -454,6 +454,12 @@ func (o *Object) Prefetch(off, n int64, keep bool) {
 	n = min(n, o.size-off)
 	sp := &span{off: off, n: n, once: !keep, done: make(chan struct{})}
 	o.mu.Lock()
+	if h := o.head; h != nil && off+n <= h.off+h.n {
+		// The open's response holds it already (a small object comes
+		// whole with it).
+		o.mu.Unlock()
+		return
+	}
 	o.spans = append(o.spans, sp)
 	o.mu.Unlock()
 	go func() {
