@@ -34,6 +34,9 @@ type atImpl struct {
 	refs   atomic.Int64
 	closed atomic.Bool
 	dirs   *dirCache
+	// walkAlways, for tests, makes every lookup take the walk that EAGAIN
+	// falls back to.
+	walkAlways bool
 }
 
 // hold keeps the root descriptor open until unhold; it reports false once
@@ -68,16 +71,12 @@ var errNoOpenat2 = errors.New("dirfs: openat2 unavailable")
 // link (/proc/self/root, /proc/N/fd/M) fails.
 const resolveFlags = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS
 
-// maxRetries bounds the retries of an openat2 that returns EAGAIN, which the
-// kernel does when a rename or mount elsewhere raced the resolution.
-const maxRetries = 128
-
-func newAt(dir string, fsys *FS) (impl, error) {
+func newAt(dir string, fsys *FS, o options) (impl, error) {
 	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
 	}
-	a := &atImpl{fd: fd, fsys: fsys, dirs: newDirCache(fd)}
+	a := &atImpl{fd: fd, fsys: fsys, dirs: newDirCache(fd), walkAlways: o.walkAlways}
 	a.refs.Store(1)
 	probe, err := a.openat2(".", unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err != nil {
@@ -103,16 +102,24 @@ func (a *atImpl) close() error {
 	return nil
 }
 
-// openat2 opens name beneath the root, retrying EAGAIN and EINTR.
+// openat2 opens name beneath the root, retrying EINTR, and EAGAIN up to
+// raceTries times before walking the name (walk).
 func (a *atImpl) openat2(name string, flags int, mode uint32) (int, error) {
 	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: resolveFlags}
 	if flags&unix.O_CREAT != 0 {
 		how.Mode = uint64(mode)
 	}
 	for i := 0; ; i++ {
-		fd, err := unix.Openat2(a.fd, name, &how)
-		if (err == unix.EAGAIN && i < maxRetries) || err == unix.EINTR {
+		fd, err := -1, error(unix.EAGAIN)
+		if !a.walkAlways {
+			fd, err = unix.Openat2(a.fd, name, &how)
+		}
+		switch {
+		case err == unix.EINTR, err == unix.EAGAIN && i < raceTries && !a.walkAlways:
 			continue
+		case err == unix.EAGAIN:
+			walks.Add(1)
+			fd, err = a.walk(name, flags, mode)
 		}
 		if err == unix.EXDEV {
 			err = ErrEscapes

@@ -13,7 +13,7 @@ import (
 
 var errNoOpenat2 = errors.New("dirfs: openat2 unavailable")
 
-func newAt(string, *FS) (impl, error) { return nil, errNoOpenat2 }
+func newAt(string, *FS, options) (impl, error) { return nil, errNoOpenat2 }
 
 const oDirectory = 0
 

@@ -33,8 +33,12 @@
 //     the root, and the operation is the *at system call (mkdirat, unlinkat,
 //     renameat, fstatat with AT_SYMLINK_NOFOLLOW, symlinkat, readlinkat,
 //     mknodat, fchownat, utimensat) relative to the resolved parent directory, so no
-//     step re-resolves a path string from the top. EAGAIN from openat2 (a
-//     concurrent rename raced the lookup) is retried up to 128 times. Chmod
+//     step re-resolves a path string from the top. The kernel fails such a
+//     lookup with EAGAIN when it crossed ".." while a rename or mount ran
+//     anywhere on the system; after 8 EAGAINs in a row the name is walked
+//     one element at a time instead (an openat with O_NOFOLLOW per element,
+//     symlink targets read and walked, ".." back to the directory the walk
+//     came from), so that a busy machine cannot fail a lookup. Chmod
 //     and Chtimes, which follow a final symlink, resolve the name to an
 //     O_PATH descriptor and act on /proc/self/fd/N, that descriptor's inode.
 //   - Where openat2 is missing (ENOSYS, or EPERM under a seccomp filter), or

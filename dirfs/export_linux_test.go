@@ -7,3 +7,10 @@ func SetStatHook(h func(name string, cached bool, ino uint64)) (reset func()) {
 	statHook = h
 	return func() { statHook = nil }
 }
+
+// WalkAlways makes every lookup of an openat2 FS walk the name one element
+// at a time, as it does when openat2 keeps failing with EAGAIN.
+func WalkAlways() Option { return func(o *options) { o.walkAlways = true } }
+
+// Walks returns how many lookups were walked one element at a time.
+func Walks() int64 { return walks.Load() }

@@ -56,8 +56,9 @@ type impl interface {
 type Option func(*options)
 
 type options struct {
-	forceRoot bool
-	readOnly  bool
+	forceRoot  bool
+	readOnly   bool
+	walkAlways bool // for tests: see atImpl.walkAlways
 }
 
 // ForceRoot makes New resolve names through [os.Root] even where openat2 is
@@ -79,7 +80,7 @@ func New(root string, opts ...Option) (*FS, error) {
 	}
 	f := &FS{dir: root, readOnly: o.readOnly}
 	if !o.forceRoot {
-		a, err := newAt(root, f)
+		a, err := newAt(root, f, o)
 		if err != nil && err != errNoOpenat2 {
 			return nil, err
 		}

@@ -1,0 +1,167 @@
+package dirfs
+
+import (
+	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// raceTries bounds the tries of an openat2 that fails with EAGAIN before
+// the name is walked one element at a time instead. The kernel gives EAGAIN
+// to a RESOLVE_BENEATH lookup that crossed ".." while a rename or a mount
+// happened anywhere on the system, not only beneath the root: on a machine
+// that renames all the time, a lookup through a symlink such as "../d/x"
+// fails on most tries, and a chain of them on every try (seen: 387 in a
+// row beside one process renaming a file back and forth).
+const raceTries = 8
+
+// walks counts the lookups walked, for tests.
+var walks atomic.Int64
+
+// maxLinks is Linux's limit on the symlinks followed in one lookup.
+const maxLinks = 40
+
+// walk resolves name beneath the root and opens it with flags, as openat2
+// with resolveFlags does, but one element at a time, so that no rename
+// elsewhere can fail it. Each step opens a single name with O_NOFOLLOW in
+// the directory reached; a symlink's target is read and walked in its
+// place; ".." goes back to the directory the walk came from, never to a
+// parent found on disk, and climbing above the root is EXDEV. So every step
+// is taken from a directory that was beneath the root when the walk reached
+// it, as openat2's steps down are. A magic link (/proc/self/fd/N) is walked
+// as its text, which is absolute (an escape) or names nothing there.
+func (a *atImpl) walk(name string, flags int, mode uint32) (int, error) {
+	stack := []int{a.fd}
+	defer func() {
+		for _, fd := range stack[1:] {
+			unix.Close(fd)
+		}
+	}()
+	follow := flags&unix.O_NOFOLLOW == 0
+	flags |= unix.O_NOFOLLOW | unix.O_CLOEXEC
+	links := 0
+	rest := name
+	for {
+		elem, tail, more := strings.Cut(rest, "/")
+		rest = tail
+		switch elem {
+		case "", ".":
+			if more {
+				continue
+			}
+			elem = "."
+		case "..":
+			if len(stack) == 1 {
+				return -1, unix.EXDEV
+			}
+			unix.Close(stack[len(stack)-1])
+			stack = stack[:len(stack)-1]
+			if more {
+				continue
+			}
+			elem = "."
+		}
+		top := stack[len(stack)-1]
+		if !more {
+			fd, err := openOne(top, elem, flags, mode)
+			if !follow || !maybeLink(fd, err, flags) {
+				return fd, err
+			}
+			target, lerr := readlinkAt(top, elem)
+			if lerr != nil {
+				// Not a symlink after all (EINVAL), or gone.
+				return fd, err
+			}
+			if fd >= 0 {
+				unix.Close(fd)
+			}
+			if rest, err = a.through(target, "", &links); err != nil {
+				return -1, err
+			}
+			continue
+		}
+		fd, err := openOne(top, elem, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, err
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return -1, err
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			stack = append(stack, fd)
+		case unix.S_IFLNK:
+			target, err := readlinkAt(fd, "")
+			unix.Close(fd)
+			if err != nil {
+				return -1, err
+			}
+			if rest, err = a.through(target, rest, &links); err != nil {
+				return -1, err
+			}
+		default:
+			unix.Close(fd)
+			return -1, unix.ENOTDIR
+		}
+	}
+}
+
+// through counts one more symlink followed and returns what is left to
+// walk: its target, then rest.
+func (a *atImpl) through(target, rest string, links *int) (string, error) {
+	*links++
+	switch {
+	case *links > maxLinks:
+		return "", unix.ELOOP
+	case target == "":
+		return "", unix.ENOENT
+	case target[0] == '/':
+		return "", unix.EXDEV
+	case rest == "":
+		return target, nil
+	}
+	return target + "/" + rest, nil
+}
+
+// maybeLink reports whether the result of opening a last element with
+// O_NOFOLLOW may be a symlink to follow: Linux fails such an open with
+// ELOOP, or ENOTDIR under O_DIRECTORY, and an O_PATH open returns the link.
+func maybeLink(fd int, err error, flags int) bool {
+	switch {
+	case err == unix.ELOOP || err == unix.ENOTDIR:
+		return true
+	case err != nil || flags&unix.O_PATH == 0:
+		return false
+	}
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK
+}
+
+func openOne(dir int, name string, flags int, mode uint32) (int, error) {
+	for {
+		fd, err := unix.Openat(dir, name, flags, mode)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// readlinkAt reads the target of the symlink name in dir ("" for dir
+// itself, an O_PATH descriptor of the link).
+func readlinkAt(dir int, name string) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(dir, name, buf)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return "", err
+		case n < size:
+			return string(buf[:n]), nil
+		}
+	}
+}
