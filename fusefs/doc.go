@@ -60,9 +60,9 @@
 // waits for no request for most of them.
 //
 // A change made to the served tree other than through the mount (by the
-// program that serves it, say) shows at once with [Options.Watch], when
-// the tree reports its changes ([layer.WatchFS]: the in-memory layer, a
-// union over it, a store): the mount watches it and tells the kernel to drop the names,
+// program that serves it, say) shows at once when the tree reports its
+// changes ([layer.WatchFS]: the in-memory layer, a union over it, a
+// store): the mount watches it and tells the kernel to drop the names,
 // attributes and pages the change touched (FUSE_NOTIFY_INVAL_ENTRY,
 // FUSE_NOTIFY_DELETE, FUSE_NOTIFY_INVAL_INODE), and moves or drops the
 // node of a name renamed or removed, so that a file open through the
@@ -70,11 +70,9 @@
 // the mount's own, a moment after the change; the writer never waits for
 // them, and the kernel's requests never wait for a notification. A
 // change made through the mount is not reported back: the kernel knows
-// it. Watch is off by default: with it, symlink walks through such
-// mounts have failed with EAGAIN under heavy load (the whole test suite
-// under the race detector), cause not found. Without it, and for any
-// other tree, changes show once the timeouts pass, or at once after
-// [Server.Invalidate] of the changed name.
+// it. With [Options.NoWatch], and for any other tree, changes show once
+// the timeouts pass, or at once after [Server.Invalidate] of the changed
+// name.
 //
 // # Durability
 //

@@ -49,7 +49,7 @@ func ExampleMount_changesBeside() {
 	defer os.Remove(dir)
 	tree := mem.New()
 	tree.WriteFile("motd", []byte("hello\n"), 0o644)
-	srv, err := fusefs.Mount(dir, tree, &fusefs.Options{AttrTimeout: time.Hour, EntryTimeout: time.Hour, Watch: true})
+	srv, err := fusefs.Mount(dir, tree, &fusefs.Options{AttrTimeout: time.Hour, EntryTimeout: time.Hour})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -45,12 +45,10 @@ type Options struct {
 	// AllowOther lets users other than the mounting one in (allow_other).
 	AllowOther bool
 
-	// Watch has the mount follow the changes a tree that reports them
-	// ([layer.WatchFS]) makes beside it, and tell the kernel of each at
-	// once. It is off by default: with it, symlink walks through mounts
-	// of a union or a store have failed with EAGAIN under heavy load
-	// (the full test suite under the race detector), cause not found.
-	Watch bool
+	// NoWatch leaves the mount blind to the changes a tree that reports
+	// them ([layer.WatchFS]) makes beside it: they show once the kernel's
+	// timeouts pass, and no goroutine follows the tree's change feed.
+	NoWatch bool
 
 	// Debug logs every FUSE request and reply.
 	Debug bool
@@ -157,7 +155,7 @@ func Mount(dir string, fsys fs.FS, opts *Options) (*Server, error) {
 		RootStableAttr:  &gofs.StableAttr{Ino: 1},
 		NullPermissions: true, // mode 0 is a mode, not "unset"
 	}
-	watching := o.Watch && m.watchTree()
+	watching := !o.NoWatch && m.watchTree()
 	srv, err := gofs.Mount(dir, m.root, gopts)
 	if err != nil {
 		if watching {

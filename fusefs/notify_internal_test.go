@@ -29,7 +29,7 @@ func TestIssue17SelfChangesSkipped(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := Mount(dir, m, &Options{EntryTimeout: time.Hour, AttrTimeout: time.Hour, Watch: true})
+	srv, err := Mount(dir, m, &Options{EntryTimeout: time.Hour, AttrTimeout: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestIssue17ResetShowsAll(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "mnt")
 	must(os.Mkdir(dir, 0o755))
-	srv, err := Mount(dir, m, &Options{EntryTimeout: time.Hour, AttrTimeout: time.Hour, Watch: true})
+	srv, err := Mount(dir, m, &Options{EntryTimeout: time.Hour, AttrTimeout: time.Hour})
 	must(err)
 	defer func() {
 		if err := srv.Unmount(); err != nil {

@@ -22,7 +22,7 @@ import (
 // longCache has the kernel trust what it cached for an hour: a change
 // made beside the mount that shows through it within a test shows
 // because the mount told the kernel.
-var longCache = &fusefs.Options{EntryTimeout: time.Hour, AttrTimeout: time.Hour, NegativeTimeout: time.Hour, Watch: true}
+var longCache = &fusefs.Options{EntryTimeout: time.Hour, AttrTimeout: time.Hour, NegativeTimeout: time.Hour}
 
 // eventually retries check until it returns nil. The notifications go out
 // from a goroutine of their own, so a change shows a moment after the

@@ -67,7 +67,7 @@ var watching = []struct {
 		f.Close()
 		dir := filepath.Join(b.TempDir(), "mnt")
 		must(b, os.Mkdir(dir, 0o755))
-		srv, err := fusefs.Mount(dir, t, &fusefs.Options{Watch: true})
+		srv, err := fusefs.Mount(dir, t, nil)
 		must(b, err)
 		b.Cleanup(func() {
 			if err := srv.Unmount(); err != nil {
