@@ -224,3 +224,37 @@ func TestFilterOnlyIfSmaller(t *testing.T) {
 		}
 	}
 }
+
+// TestStatsFrames: Stats counts a compressed pack's frames and those stored
+// through the branch filter, what `packfs info` shows.
+func TestStatsFrames(t *testing.T) {
+	for _, c := range []struct {
+		pack           string
+		filtered, none bool
+	}{
+		{"exec3z.pack", true, false},
+		{"frames3znofilters.pack", false, false},
+		{"small3.pack", false, true},
+	} {
+		r, err := packreader.Open("testdata/" + c.pack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := r.Stats()
+		r.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", c.pack, err)
+		}
+		switch {
+		case c.none && (st.Frames != 0 || st.Filtered != 0):
+			t.Errorf("%s (uncompressed): %d frames, %d filtered, want none", c.pack, st.Frames, st.Filtered)
+		case !c.none && st.Frames == 0:
+			t.Errorf("%s: no frames counted", c.pack)
+		case c.filtered && (st.Filtered == 0 || st.Filtered > st.Frames):
+			t.Errorf("%s: %d of %d frames filtered, want some", c.pack, st.Filtered, st.Frames)
+		case !c.filtered && st.Filtered != 0:
+			t.Errorf("%s: %d frames filtered, want 0", c.pack, st.Filtered)
+		}
+		t.Logf("%s: %d frames, %d filtered", c.pack, st.Frames, st.Filtered)
+	}
+}

@@ -24,12 +24,15 @@ type Stats struct {
 	Unique    int64 // bytes of the distinct contents
 	Stored    int64 // bytes of the data region (contents plus alignment)
 	Size      int64 // bytes of the pack file
+	Frames    int   // compressed frames, holes included (0 uncompressed)
+	Filtered  int   // frames stored through the x86-64 branch filter
 }
 
 // Saved returns the bytes dedup saved: Logical minus Unique.
 func (s Stats) Saved() int64 { return s.Logical - s.Unique }
 
-// Stats counts the pack's entries. It reads every record: O(entries).
+// Stats counts the pack's entries and frames. It reads every record and
+// frame entry: O(entries + frames).
 func (r *Reader) Stats() (_ Stats, err error) {
 	g, err := r.rlock("stats", ".")
 	if err != nil {
@@ -58,6 +61,18 @@ func (r *Reader) Stats() (_ Stats, err error) {
 			s.Symlinks++
 		case packformat.TypeWhiteout:
 			s.Whiteouts++
+		}
+	}
+	if r.zstd {
+		for i := uint64(0); i+1 < r.footer.FrameCount; i++ {
+			f, _, err := r.frame(i)
+			if err != nil {
+				return s, err
+			}
+			s.Frames++
+			if f.Filter != packformat.FilterNone {
+				s.Filtered++
+			}
 		}
 	}
 	return s, nil

@@ -430,11 +430,15 @@ func cmdInfo(fl *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 			"format": r.Version(), "compression": compressionName(r), "tables": tables,
 			"entries": st.Entries, "files": st.Files, "dirs": st.Dirs, "symlinks": st.Symlinks, "whiteouts": st.Whiteouts,
 			"contents": st.Contents, "file_bytes": st.Logical, "stored_bytes": st.Stored, "saved_bytes": saved, "pack_bytes": st.Size,
+			"frames": st.Frames, "filtered_frames": st.Filtered,
 		})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 8, 1, ' ', 0)
 	fmt.Fprintf(tw, "format:\t%d, compression: %s, tables: %s\n", r.Version(), compressionName(r), tables)
 	fmt.Fprintf(tw, "entries:\t%d (%d files, %d directories, %d symlinks, %d whiteouts)\n", st.Entries, st.Files, st.Dirs, st.Symlinks, st.Whiteouts)
+	if r.Compressed() {
+		fmt.Fprintf(tw, "frames:\t%d (%d through the x86-64 branch filter)\n", st.Frames, st.Filtered)
+	}
 	fmt.Fprintf(tw, "contents:\t%d distinct\n", st.Contents)
 	fmt.Fprintf(tw, "file bytes:\t%d\n", st.Logical)
 	fmt.Fprintf(tw, "stored bytes:\t%d (data region, with alignment)\n", st.Stored)

@@ -164,6 +164,9 @@ func TestIssue16Info(t *testing.T) {
 		runOK(t, args...)
 		if out := runOK(t, "info", pack); !strings.Contains(out, "format:        3, compression: "+c.want+", tables: "+c.tables+"\n") {
 			t.Errorf("-compress %q: info says\n%s", c.flag, out)
+		} else if strings.Contains(out, "frames:") != (c.want == "zstd") ||
+			c.want == "zstd" && !strings.Contains(out, " (0 through the x86-64 branch filter)\n") {
+			t.Errorf("-compress %q: info's frames line (a source tree has no executable):\n%s", c.flag, out)
 		}
 		var js struct {
 			Format      int

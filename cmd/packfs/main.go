@@ -85,7 +85,7 @@ var commands = []*command{
 	{name: "ls", args: "[-l|-R|-json|-0] PACK [PATH]", help: "List the directory PATH (default: the root) of PACK, or the entry PATH.", run: cmdLs, flags: lsFlags, nargs: [2]int{1, 2}},
 	{name: "cat", args: "PACK PATH", help: "Write the file PATH of PACK to standard output.", run: cmdCat, nargs: [2]int{2, 2}},
 	{name: "verify", args: "PACK", help: "Check PACK completely: header, index, tree and every content's checksums.", run: cmdVerify, nargs: [2]int{1, 1}},
-	{name: "info", args: "PACK", help: "Print PACK's format and compression, entry counts, sizes and dedup savings.", run: cmdInfo, flags: infoFlags, nargs: [2]int{1, 1}},
+	{name: "info", args: "PACK", help: "Print PACK's format and compression, entry counts, frames (and how many went through the x86-64 filter), sizes and dedup savings.", run: cmdInfo, flags: infoFlags, nargs: [2]int{1, 1}},
 	{name: "diff", args: "A B", help: "List what differs between A and B, each a pack or a directory; exit 0 same, 1 different, 2 trouble.", run: cmdDiff, flags: diffFlags, nargs: [2]int{2, 2}},
 	{name: "serve", args: "PACK|STOREDIR", help: "Serve a pack, or a store directory read-only, over HTTP until SIGINT or SIGTERM.", run: cmdServe, flags: serveFlags, nargs: [2]int{1, 1}},
 	{name: "mount", args: "SOURCE MOUNTPOINT", help: mountHelp, run: cmdMount, flags: mountFlags, nargs: [2]int{2, 2}},
