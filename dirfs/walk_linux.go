@@ -61,6 +61,17 @@ func (a *atImpl) walk(name string, flags int, mode uint32) (int, error) {
 				continue
 			}
 			elem = "."
+		default:
+			if more && strings.TrimLeft(rest, "/") == "" {
+				// The last element, followed by a slash: Linux
+				// follows it even under O_NOFOLLOW and demands a
+				// directory, as it does for "elem/.", but fails
+				// O_CREAT with EISDIR before looking it up.
+				if flags&unix.O_CREAT != 0 {
+					return -1, unix.EISDIR
+				}
+				rest = "."
+			}
 		}
 		top := stack[len(stack)-1]
 		if !more {

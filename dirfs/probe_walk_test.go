@@ -1,0 +1,574 @@
+//go:build linux
+
+package dirfs_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/packfs/packfs/dirfs"
+	"github.com/packfs/packfs/layer"
+	"golang.org/x/sys/unix"
+)
+
+// probeFS is what the differential probes call: an FS, or os on the host
+// path of the same name.
+type probeFS interface {
+	OpenFile(name string, flag int, perm fs.FileMode) (layer.File, error)
+	Stat(name string) (fs.FileInfo, error)
+	Lstat(name string) (fs.FileInfo, error)
+	ReadDir(name string) ([]fs.DirEntry, error)
+	ReadLink(name string) (string, error)
+	Mkdir(name string, perm fs.FileMode) error
+	Remove(name string) error
+	Rename(oldname, newname string) error
+	Chmod(name string, mode fs.FileMode) error
+	Chtimes(name string, atime, mtime time.Time) error
+	Lchown(name string, uid, gid int) error
+	Symlink(oldname, newname string) error
+}
+
+// osProbe is os on the host paths beneath root.
+type osProbe struct{ root string }
+
+func (o osProbe) p(name string) string { return filepath.Join(o.root, name) }
+
+func (o osProbe) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, error) {
+	f, err := os.OpenFile(o.p(name), flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+func (o osProbe) Stat(name string) (fs.FileInfo, error)      { return os.Stat(o.p(name)) }
+func (o osProbe) Lstat(name string) (fs.FileInfo, error)     { return os.Lstat(o.p(name)) }
+func (o osProbe) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(o.p(name)) }
+func (o osProbe) ReadLink(name string) (string, error)       { return os.Readlink(o.p(name)) }
+func (o osProbe) Mkdir(name string, perm fs.FileMode) error  { return os.Mkdir(o.p(name), perm) }
+func (o osProbe) Remove(name string) error                   { return os.Remove(o.p(name)) }
+func (o osProbe) Rename(a, b string) error                   { return os.Rename(o.p(a), o.p(b)) }
+func (o osProbe) Chmod(name string, m fs.FileMode) error     { return os.Chmod(o.p(name), m) }
+func (o osProbe) Chtimes(name string, a, m time.Time) error  { return os.Chtimes(o.p(name), a, m) }
+func (o osProbe) Lchown(name string, u, g int) error         { return os.Lchown(o.p(name), u, g) }
+func (o osProbe) Symlink(target, name string) error          { return os.Symlink(target, o.p(name)) }
+
+// probeLink is a symlink of the probe tree; escapes marks a target that
+// leaves the root, which os follows and the FS must refuse.
+type probeLink struct {
+	name, target string
+	escapes      bool
+}
+
+var (
+	name255 = strings.Repeat("n", 255)
+	name256 = strings.Repeat("m", 256)
+)
+
+// probeLinks are the symlinks of the probe tree (base is the directory
+// holding the root).
+func probeLinks(base string) []probeLink {
+	links := []probeLink{
+		{"lfile", "file", false},
+		{"ldotfile", "./file", false},
+		{"ldotdot", "d/../file", false},
+		{"ldslash", ".//file", false},
+		{"ldf", "d/f", false},
+		{"ldslashf", "d//f", false},
+		{"ldotf", "d/./f", false},
+		{"ldeup", "d/e/../f", false},
+		{"lfileslash", "file/", false},
+		{"lfiledot", "file/.", false},
+		{"lfiledotdot", "file/..", false},
+		{"ld", "d", false},
+		{"ldslash2", "d/", false},
+		{"ldslashslash", "d//", false},
+		{"lddot", "d/.", false},
+		{"ldup", "d/..", false},
+		{"ldeupup", "d/e/../..", false},
+		{"ldot", ".", false},
+		{"ldotslash", "./", false},
+		{"lnothere", "nothere", false},
+		{"ldnothere", "d/nothere", false},
+		{"lnothereslash", "nothere/", false},
+		{"lnodir", "nodir/x", false},
+		{"llfile", "lfile", false},
+		{"llfileslash", "lfile/", false},
+		{"llnothereslash", "lnothere/", false},
+		{"lld", "ld", false},
+		{"lldslash", "ld/", false},
+		{"lldf", "ld/f", false},
+		{"llddotdot", "ld/../file", false},
+		{"lldup", "ld/..", false},
+		{"lldeupup", "ld/e/../../file", false},
+		{"lup", "d/up", false},
+		{"lupslash", "d/up/", false},
+		{"llong", strings.Repeat("./", 2046) + "d/f", false},
+		{"llong255", strings.Repeat("./", 1920) + name255, false},
+		{"llongdots", strings.Repeat("d/../", 818) + "d/f", false},
+		{"l256", name256, false},
+		{"l255", name255, false},
+		{"loop", "loop", false},
+		{"loopslash", "loop/", false},
+		{"ma", "mb", false},
+		{"mb", "ma", false},
+		{"dloop", "d/../dloop", false},
+		{"tochain", "c/l38", false},
+		{"tochain40", "c/l39", false},
+		{"tochainup", "d/../c/l38", false},
+		{"labs", padded(base, "secret"), true},
+		{"labsroot", padded(base, "root/file"), true},
+		{"lslash", "/", true},
+		{"lupsecret", "../secret", true},
+		{"lupup", "..", true},
+		{"ldupup", "d/../..", true},
+		{"ldupsecret", "d/../../secret", true},
+		{"lupback", "../root/file", true},
+		{"lupbackd", "../root/d", true},
+		{"lesc", "lupsecret", true},
+		{"lescdir", "ld/../lupup", true},
+		{"ldupupsecret", "d/up/../../secret", true},
+	}
+	return links
+}
+
+// padded is base/name with as many slashes between as make its length
+// the same for every base, as the trees' dumps need.
+func padded(base, name string) string {
+	return base + strings.Repeat("/", max(1, 200-len(base))) + name
+}
+
+// buildProbeTree makes base/root (the FS's root, returned) and what lies
+// outside it: base/secret.
+func buildProbeTree(t testing.TB, base string) string {
+	t.Helper()
+	root := filepath.Join(base, "root")
+	must(t, os.WriteFile(filepath.Join(base, "secret"), []byte("secret"), 0o600))
+	for _, d := range []string{"", "d", "d/e", "c"} {
+		must(t, os.Mkdir(filepath.Join(root, d), 0o755))
+	}
+	for name, data := range map[string]string{"file": "F", "d/f": "DF", "d/e/g": "G", name255: "N"} {
+		must(t, os.WriteFile(filepath.Join(root, name), []byte(data), 0o644))
+	}
+	must(t, os.Symlink("../file", filepath.Join(root, "d/up")))
+	// c/lN → ../c/lN-1 → ... → c/l00 → ../file: opening c/lN follows
+	// N+1 links, each climbing with "..".
+	must(t, os.Symlink("../file", filepath.Join(root, "c/l00")))
+	for i := 1; i <= 40; i++ {
+		must(t, os.Symlink("../c/l"+itoa(i-1), filepath.Join(root, "c/l"+itoa(i))))
+	}
+	for _, l := range probeLinks(base) {
+		must(t, os.Symlink(l.target, filepath.Join(root, l.name)))
+	}
+	return root
+}
+
+// probeNames are the names the probes give every operation, each with
+// whether os on the host path would leave the root.
+func probeNames(base string) []probeLink {
+	names := []probeLink{
+		{name: "file"}, {name: "d"}, {name: "d/f"}, {name: "nothere"}, {name: "d/nothere"},
+		{name: "file/x"}, {name: name255}, {name: "d/" + name256},
+		{name: "c/l38"}, {name: "c/l39"}, {name: "c/l40"}, {name: "c/l38/x"}, {name: "c/l39/x"},
+		{name: "d/up"}, {name: "d/up/x"},
+	}
+	for _, l := range probeLinks(base) {
+		names = append(names,
+			probeLink{name: l.name, escapes: l.escapes},
+			probeLink{name: l.name + "/f", escapes: l.escapes},
+			probeLink{name: l.name + "/new", escapes: l.escapes})
+	}
+	return names
+}
+
+// describeErr is an error's class: its Op and errno (or the sentinel), and
+// whether its Path is name, as the FS's errors must be.
+func describeErr(err error, name string, viaOS bool) string {
+	if err == nil {
+		return "ok"
+	}
+	op := "?"
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		op = pe.Op
+		if !viaOS && pe.Path != name {
+			op += "(path " + pe.Path + ")"
+		}
+	case errors.As(err, &le):
+		op = le.Op
+	}
+	var errno syscall.Errno
+	switch {
+	case errors.Is(err, dirfs.ErrEscapes):
+		return op + " ESCAPES"
+	case errors.As(err, &errno):
+		return op + " " + errnoName(errno)
+	}
+	return op + " " + err.Error()
+}
+
+func errnoName(e syscall.Errno) string {
+	for _, c := range []struct {
+		e syscall.Errno
+		s string
+	}{
+		{syscall.ENOENT, "ENOENT"}, {syscall.ENOTDIR, "ENOTDIR"}, {syscall.EISDIR, "EISDIR"},
+		{syscall.ELOOP, "ELOOP"}, {syscall.EEXIST, "EEXIST"}, {syscall.EINVAL, "EINVAL"},
+		{syscall.ENAMETOOLONG, "ENAMETOOLONG"}, {syscall.EXDEV, "EXDEV"}, {syscall.EACCES, "EACCES"},
+		{syscall.EPERM, "EPERM"}, {syscall.EBADF, "EBADF"}, {syscall.ENOTEMPTY, "ENOTEMPTY"},
+		{syscall.EBUSY, "EBUSY"}, {syscall.EOPNOTSUPP, "EOPNOTSUPP"}, {syscall.EMFILE, "EMFILE"},
+	} {
+		if c.e == e {
+			return c.s
+		}
+	}
+	return fmt.Sprintf("errno %d", int(e))
+}
+
+// describeInfo is what a FileInfo says, but its times.
+func describeInfo(fi fs.FileInfo) string {
+	s := fi.Mode().String()
+	if fi.Mode().IsRegular() {
+		s += fmt.Sprintf(" %d", fi.Size())
+	}
+	return s
+}
+
+// describeFile is what an open file gives: its mode, and its bytes or
+// entries (or the error reading them gives).
+func describeFile(f layer.File) string {
+	fi, err := f.Stat()
+	if err != nil {
+		return "stat " + describeErr(err, "", true)
+	}
+	s := describeInfo(fi)
+	if fi.IsDir() {
+		list, err := f.ReadDir(-1)
+		if err != nil {
+			return s + " readdir " + describeErr(err, "", true)
+		}
+		var names []string
+		for _, e := range list {
+			names = append(names, e.Name())
+		}
+		sort.Strings(names)
+		return s + fmt.Sprintf(" %d entries", len(names))
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		var errno syscall.Errno
+		errors.As(err, &errno)
+		return s + " read " + errnoName(errno)
+	}
+	return s + " " + strings.ToValidUTF8(string(data), "?")
+}
+
+// probeEpoch is the time Chtimes sets, told apart in the dumps by being
+// long past.
+var probeEpoch = time.Date(1990, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// probeOp is one call of the probes.
+type probeOp struct {
+	name   string
+	writes bool // may change the tree
+	do     func(f probeFS, name string) string
+}
+
+var openProbes = []struct {
+	name string
+	flag int
+}{
+	{"rdonly", os.O_RDONLY},
+	{"directory", os.O_RDONLY | syscall.O_DIRECTORY},
+	{"nofollow", os.O_RDONLY | syscall.O_NOFOLLOW},
+	{"nofollow|directory", os.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_DIRECTORY},
+	{"path", unix.O_PATH},
+	{"path|nofollow", unix.O_PATH | syscall.O_NOFOLLOW},
+	{"path|directory", unix.O_PATH | syscall.O_DIRECTORY},
+	{"path|nofollow|directory", unix.O_PATH | syscall.O_NOFOLLOW | syscall.O_DIRECTORY},
+	{"create", os.O_WRONLY | os.O_CREATE},
+	{"create|excl", os.O_WRONLY | os.O_CREATE | os.O_EXCL},
+	{"create|nofollow", os.O_WRONLY | os.O_CREATE | syscall.O_NOFOLLOW},
+	{"create|directory", os.O_RDONLY | os.O_CREATE | syscall.O_DIRECTORY},
+	{"trunc", os.O_WRONLY | os.O_TRUNC},
+	{"tmpfile", os.O_WRONLY | 0o20000000 | syscall.O_DIRECTORY},
+}
+
+func probeOps() []probeOp {
+	var ops []probeOp
+	for _, o := range openProbes {
+		ops = append(ops, probeOp{"open " + o.name, o.flag&(os.O_CREATE|os.O_TRUNC) != 0,
+			func(f probeFS, name string) string {
+				fl, err := f.OpenFile(name, o.flag, 0o640)
+				if err != nil {
+					return describeErr(err, name, isOS(f))
+				}
+				defer fl.Close()
+				if o.flag&os.O_WRONLY != 0 {
+					fi, err := fl.Stat()
+					if err != nil {
+						return "ok, stat " + describeErr(err, "", true)
+					}
+					return "ok " + describeInfo(fi)
+				}
+				return "ok " + describeFile(fl)
+			}})
+	}
+	info := func(fi fs.FileInfo, err error, name string, f probeFS) string {
+		if err != nil {
+			return describeErr(err, name, isOS(f))
+		}
+		return "ok " + describeInfo(fi)
+	}
+	ops = append(ops,
+		probeOp{"stat", false, func(f probeFS, name string) string { fi, err := f.Stat(name); return info(fi, err, name, f) }},
+		probeOp{"lstat", false, func(f probeFS, name string) string { fi, err := f.Lstat(name); return info(fi, err, name, f) }},
+		probeOp{"readdir", false, func(f probeFS, name string) string {
+			list, err := f.ReadDir(name)
+			if err != nil {
+				return describeErr(err, name, isOS(f))
+			}
+			return fmt.Sprintf("ok %d entries", len(list))
+		}},
+		probeOp{"readlink", false, func(f probeFS, name string) string {
+			s, err := f.ReadLink(name)
+			if err != nil {
+				return describeErr(err, name, isOS(f))
+			}
+			if filepath.IsAbs(s) {
+				return "ok absolute"
+			}
+			return "ok " + fmt.Sprint(len(s))
+		}},
+		probeOp{"mkdir", true, func(f probeFS, name string) string {
+			return describeErr(f.Mkdir(name, 0o750), name, isOS(f))
+		}},
+		probeOp{"remove", true, func(f probeFS, name string) string { return describeErr(f.Remove(name), name, isOS(f)) }},
+		probeOp{"rename from", true, func(f probeFS, name string) string {
+			return describeErr(f.Rename(name, "moved"), name, isOS(f))
+		}},
+		probeOp{"rename to", true, func(f probeFS, name string) string {
+			return describeErr(f.Rename("d/e/g", name), name, isOS(f))
+		}},
+		probeOp{"chmod", true, func(f probeFS, name string) string {
+			return describeErr(f.Chmod(name, 0o604), name, isOS(f))
+		}},
+		probeOp{"chtimes", true, func(f probeFS, name string) string {
+			return describeErr(f.Chtimes(name, probeEpoch, probeEpoch), name, isOS(f))
+		}},
+		probeOp{"lchown", true, func(f probeFS, name string) string {
+			return describeErr(f.Lchown(name, 1, 2), name, isOS(f))
+		}},
+		probeOp{"symlink", true, func(f probeFS, name string) string {
+			return describeErr(f.Symlink("tgt", name), name, isOS(f))
+		}},
+	)
+	return ops
+}
+
+func isOS(f probeFS) bool { _, ok := f.(osProbe); return ok }
+
+// dumpTree lists everything beneath dir: name, type, mode, owner, size
+// (of a symlink, its target's length), and whether its mtime is the one
+// Chtimes set. No call of the probes writes bytes or retargets a link, so
+// that is all they can change.
+func dumpTree(t testing.TB, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		s := fmt.Sprintf("%s %s %d:%d", strings.TrimPrefix(p, dir), fi.Mode(), st.Uid, st.Gid)
+		if !fi.IsDir() {
+			s += fmt.Sprintf(" %d", fi.Size())
+		}
+		if fi.ModTime().Equal(probeEpoch) {
+			s += " epoch"
+		}
+		out = append(out, s)
+		return nil
+	})
+	must(t, err)
+	return out
+}
+
+// probeRun is one call's answer and, for a call that writes, the tree it
+// left, within and outside the root.
+type probeRun struct {
+	answer string
+	tree   []string
+}
+
+// runProbes calls every operation on every name, through os and through
+// an FS of each way of resolving, and reports each difference: with os
+// where os stays beneath the root, else with openat2.
+func runProbes(t *testing.T, ops []probeOp, names []probeLink) (calls, diffs int) {
+	type way struct {
+		name string
+		opts []dirfs.Option
+		base string
+		f    probeFS
+	}
+	ways := []*way{{name: "os"}, {name: "openat2"}, {name: "walk", opts: []dirfs.Option{dirfs.WalkAlways()}}}
+	build := func(w *way) {
+		w.base = tempDir(t)
+		root := buildProbeTree(t, w.base)
+		if w.name == "os" {
+			w.f = osProbe{root}
+			return
+		}
+		f, err := dirfs.New(root, w.opts...)
+		must(t, err)
+		t.Cleanup(func() { f.Close() })
+		w.f = f
+	}
+	for _, w := range ways {
+		build(w)
+	}
+	pristine := dumpTree(t, ways[0].base)
+	for _, op := range ops {
+		for _, n := range names {
+			got := map[string]probeRun{}
+			for _, w := range ways {
+				if w.name == "os" && n.escapes {
+					continue
+				}
+				calls++
+				r := probeRun{answer: op.do(w.f, n.name)}
+				if op.writes {
+					// A call that changed the tree gets a fresh one
+					// for the next.
+					r.tree = dumpTree(t, w.base)
+					if !slices.Equal(r.tree, pristine) {
+						if c, ok := w.f.(io.Closer); ok {
+							c.Close()
+						}
+						os.RemoveAll(w.base)
+						build(w)
+					}
+				}
+				got[w.name] = r
+			}
+			ref := "os"
+			if n.escapes {
+				ref = "openat2"
+			}
+			for _, w := range ways {
+				r, ok := got[w.name]
+				if !ok || w.name == ref {
+					continue
+				}
+				if r.answer != got[ref].answer {
+					diffs++
+					t.Errorf("%s(%q): %s gives %q, %s %q", op.name, short(n.name), w.name, r.answer, ref, got[ref].answer)
+				}
+				if d := treeDiff(got[ref].tree, r.tree); d != "" {
+					diffs++
+					t.Errorf("%s(%q): %s left the tree other than %s did: %s", op.name, short(n.name), w.name, ref, d)
+				}
+			}
+			if n.escapes {
+				for w, r := range got {
+					if r.tree == nil {
+						continue
+					}
+					if d := treeDiff(outsideOf(pristine), outsideOf(r.tree)); d != "" {
+						diffs++
+						t.Errorf("%s(%q): %s changed the outside: %s", op.name, short(n.name), w, d)
+					}
+				}
+			}
+		}
+	}
+	return calls, diffs
+}
+
+func outsideOf(tree []string) []string {
+	var out []string
+	for _, s := range tree {
+		if !strings.HasPrefix(s, "/root/") && !strings.HasPrefix(s, "/root ") {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func treeDiff(a, b []string) string {
+	var d []string
+	for _, s := range a {
+		if !slices.Contains(b, s) {
+			d = append(d, "-"+s)
+		}
+	}
+	for _, s := range b {
+		if !slices.Contains(a, s) {
+			d = append(d, "+"+s)
+		}
+	}
+	return strings.Join(d, ", ")
+}
+
+func short(s string) string {
+	if len(s) > 40 {
+		return fmt.Sprintf("%.20s...(%d bytes)", s, len(s))
+	}
+	return s
+}
+
+// opsNamed returns the probes' operations of those names.
+func opsNamed(t *testing.T, names ...string) []probeOp {
+	var ops []probeOp
+	for _, n := range names {
+		i := slices.IndexFunc(probeOps(), func(op probeOp) bool { return op.name == n })
+		if i < 0 {
+			t.Fatalf("no operation %q", n)
+		}
+		ops = append(ops, probeOps()[i])
+	}
+	return ops
+}
+
+// namesNamed returns the probes' names of those names.
+func namesNamed(t *testing.T, names ...string) []probeLink {
+	var out []probeLink
+	for _, n := range names {
+		i := slices.IndexFunc(probeNames("/base"), func(l probeLink) bool { return l.name == n })
+		if i < 0 {
+			t.Fatalf("no name %q", n)
+		}
+		out = append(out, probeNames("/base")[i])
+	}
+	return out
+}
+
+// TestWalkTrailingSlash: a symlink whose target ends in a slash ("lfile/",
+// "d/up/") demands a directory of what it names. The walk dropped the
+// slash when it followed a link in the middle of a name, so that opening,
+// truncating, chmod'ing and stat'ing through such a link reached the file
+// where Linux gives ENOTDIR; and O_CREAT on a name ending in a slash is
+// EISDIR before anything is looked up, where the walk gave ENOTDIR or
+// ENOENT, or created the dangling target ("lnothere/": nothere).
+func TestWalkTrailingSlash(t *testing.T) {
+	ops := opsNamed(t, "open rdonly", "open nofollow", "open path|nofollow", "open create", "open create|excl",
+		"open trunc", "stat", "chmod", "chtimes", "readdir", "mkdir")
+	names := namesNamed(t, "llfileslash", "lupslash", "lfileslash", "lnothereslash", "llnothereslash",
+		"loopslash", "lldslash", "ldslash2", "ldslashslash", "lldslash/new", "lupslash/new")
+	runProbes(t, ops, names)
+}
