@@ -119,7 +119,7 @@ func (a *atImpl) openat2(name string, flags int, mode uint32) (int, error) {
 			continue
 		case err == unix.EAGAIN:
 			walks.Add(1)
-			fd, err = a.walk(name, flags, mode)
+			fd, err = a.walk(name, &how)
 		}
 		if err == unix.EXDEV {
 			err = ErrEscapes

@@ -572,3 +572,12 @@ func TestWalkTrailingSlash(t *testing.T) {
 		"loopslash", "lldslash", "ldslash2", "ldslashslash", "lldslash/new", "lupslash/new")
 	runProbes(t, ops, names)
 }
+
+// TestWalkChecksFlags: openat2 refuses O_CREAT with O_DIRECTORY (EINVAL)
+// before it looks anything up; the walk, which opens each element with
+// openat, failed on the first missing or non-directory element instead
+// (ENOENT, ENOTDIR, or ErrEscapes where openat2 gives EINVAL).
+func TestWalkChecksFlags(t *testing.T) {
+	runProbes(t, opsNamed(t, "open create|directory"),
+		namesNamed(t, "file", "nothere", "d", "file/x", "lnothere/f", "ld/new", "labs/f", "lupup/new", "loop/f"))
+}

@@ -31,7 +31,18 @@ const maxLinks = 40
 // is taken from a directory that was beneath the root when the walk reached
 // it, as openat2's steps down are. A magic link (/proc/self/fd/N) is walked
 // as its text, which is absolute (an escape) or names nothing there.
-func (a *atImpl) walk(name string, flags int, mode uint32) (int, error) {
+//
+// The flags and mode are openat2's (how): openat2 checks them before it
+// looks anything up, refusing with EINVAL some that openat takes (O_CREAT
+// with O_DIRECTORY, bits it does not know), so an openat2 of the empty
+// name, which then fails with ENOENT, checks them first.
+func (a *atImpl) walk(name string, how *unix.OpenHow) (int, error) {
+	if fd, err := unix.Openat2(a.fd, "", how); err == unix.EINVAL {
+		return -1, err
+	} else if err == nil {
+		unix.Close(fd)
+	}
+	flags, mode := int(how.Flags), uint32(how.Mode)
 	stack := []int{a.fd}
 	defer func() {
 		for _, fd := range stack[1:] {
