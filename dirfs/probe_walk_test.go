@@ -581,3 +581,10 @@ func TestWalkChecksFlags(t *testing.T) {
 	runProbes(t, opsNamed(t, "open create|directory"),
 		namesNamed(t, "file", "nothere", "d", "file/x", "lnothere/f", "ld/new", "labs/f", "lupup/new", "loop/f"))
 }
+
+// TestTmpfileMode: OpenFile with O_TMPFILE makes an unnamed file with perm,
+// as os's does; openat2 was given no mode (it takes one with O_CREAT or
+// O_TMPFILE only), so the file had mode 0.
+func TestTmpfileMode(t *testing.T) {
+	runProbes(t, opsNamed(t, "open tmpfile"), namesNamed(t, "d", "ld", "lldslash", "file", "nothere", "lupup"))
+}
