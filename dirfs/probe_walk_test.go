@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -387,12 +388,16 @@ func dumpTree(t testing.TB, dir string) []string {
 	t.Helper()
 	var out []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		// What cannot be read (a directory without permission) is
+		// listed with the error.
 		if err != nil {
-			return err
+			out = append(out, strings.TrimPrefix(p, dir)+" "+describeErr(err, "", true))
+			return nil
 		}
 		fi, err := d.Info()
 		if err != nil {
-			return err
+			out = append(out, strings.TrimPrefix(p, dir)+" "+describeErr(err, "", true))
+			return nil
 		}
 		st := fi.Sys().(*syscall.Stat_t)
 		s := fmt.Sprintf("%s %s %d:%d", strings.TrimPrefix(p, dir), fi.Mode(), st.Uid, st.Gid)
@@ -416,10 +421,16 @@ type probeRun struct {
 	tree   []string
 }
 
-// runProbes calls every operation on every name, through os and through
-// an FS of each way of resolving, and reports each difference: with os
-// where os stays beneath the root, else with openat2.
+// runProbes calls every operation on every name, each way on a tree of its
+// own: through os on the host path and through an FS of each way of
+// resolving, and reports each difference: with os where os stays beneath
+// the root, else with openat2.
 func runProbes(t *testing.T, ops []probeOp, names []probeLink) (calls, diffs int) {
+	return runProbesOn(t, buildProbeTree, ops, names)
+}
+
+// runProbesOn is runProbes on the trees build makes (it returns the root).
+func runProbesOn(t *testing.T, buildTree func(testing.TB, string) string, ops []probeOp, names []probeLink) (calls, diffs int) {
 	type way struct {
 		name string
 		opts []dirfs.Option
@@ -429,7 +440,7 @@ func runProbes(t *testing.T, ops []probeOp, names []probeLink) (calls, diffs int
 	ways := []*way{{name: "os"}, {name: "openat2"}, {name: "walk", opts: []dirfs.Option{dirfs.WalkAlways()}}}
 	build := func(w *way) {
 		w.base = tempDir(t)
-		root := buildProbeTree(t, w.base)
+		root := buildTree(t, w.base)
 		if w.name == "os" {
 			w.f = osProbe{root}
 			return
@@ -587,4 +598,71 @@ func TestWalkChecksFlags(t *testing.T) {
 // O_TMPFILE only), so the file had mode 0.
 func TestTmpfileMode(t *testing.T) {
 	runProbes(t, opsNamed(t, "open tmpfile"), namesNamed(t, "d", "ld", "lldslash", "file", "nothere", "lupup"))
+}
+
+// TestWalkSearchPermission runs the probes as a user other than root (uid
+// and gid 65534, in a child process), on directories without search or
+// read permission: every lookup in them, "d/.." included, is EACCES, as it
+// is for os and openat2.
+func TestWalkSearchPermission(t *testing.T) {
+	const env = "PACKFS_PROBE_UID"
+	switch {
+	case os.Getenv(env) != "":
+		if err := syscall.Setgroups(nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Setresgid(65534, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Setresuid(65534, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	case os.Geteuid() == 0:
+		args := []string{"-test.run=^TestWalkSearchPermission$", "-test.count=1"}
+		if testing.Verbose() {
+			args = append(args, "-test.v")
+		}
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = append(os.Environ(), env+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("as uid 65534: %v\n%s", err, out)
+		}
+		t.Logf("as uid 65534:\n%s", out)
+		return
+	}
+	if os.Geteuid() == 0 {
+		t.Fatal("still root")
+	}
+	build := func(t testing.TB, base string) string {
+		root := filepath.Join(base, "root")
+		for _, d := range []string{"", "d", "d/e", "nr"} {
+			must(t, os.Mkdir(filepath.Join(root, d), 0o755))
+		}
+		for _, f := range []string{"file", "d/f", "nr/f"} {
+			must(t, os.WriteFile(filepath.Join(root, f), []byte(f), 0o644))
+		}
+		for name, target := range map[string]string{
+			"ld": "d", "ldf": "d/f", "ldup": "d/..", "lddotdot": "d/../file", "ldslash": "d/",
+			"lddot": "d/.", "lde": "d/e", "ldeup": "d/e/..",
+			"lnr": "nr", "lnrf": "nr/f", "lnrup": "nr/..", "lnrdotdot": "nr/../file",
+		} {
+			must(t, os.Symlink(target, filepath.Join(root, name)))
+		}
+		// d: read, no search; nr: search, no read.
+		must(t, os.Chmod(filepath.Join(root, "d"), 0o644))
+		must(t, os.Chmod(filepath.Join(root, "nr"), 0o311))
+		t.Cleanup(func() {
+			os.Chmod(filepath.Join(root, "d"), 0o755)
+			os.Chmod(filepath.Join(root, "nr"), 0o755)
+		})
+		return root
+	}
+	var names []probeLink
+	for _, n := range []string{"d", "d/f", "d/e", "nr", "nr/f", "ld", "ldf", "ldup", "lddotdot", "ldslash",
+		"lddot", "lde", "ldeup", "lnr", "lnrf", "lnrup", "lnrdotdot", "ld/f", "ldup/file", "lnr/f", "lnrup/file"} {
+		names = append(names, probeLink{name: n})
+	}
+	calls, diffs := runProbesOn(t, build, probeOps(), names)
+	t.Logf("%d calls, %d differences", calls, diffs)
 }

@@ -63,6 +63,13 @@ func (a *atImpl) walk(name string, how *unix.OpenHow) (int, error) {
 			}
 			elem = "."
 		case "..":
+			// Linux looks ".." up in the directory, which takes
+			// search permission on it, as "." does.
+			fd, err := openOne(stack[len(stack)-1], ".", unix.O_PATH|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return -1, err
+			}
+			unix.Close(fd)
 			if len(stack) == 1 {
 				return -1, unix.EXDEV
 			}
@@ -76,12 +83,15 @@ func (a *atImpl) walk(name string, how *unix.OpenHow) (int, error) {
 			if more && strings.TrimLeft(rest, "/") == "" {
 				// The last element, followed by a slash: Linux
 				// follows it even under O_NOFOLLOW and demands a
-				// directory, as it does for "elem/.", but fails
-				// O_CREAT with EISDIR before looking it up.
+				// directory (it does not search it, as "elem/."
+				// would), but fails O_CREAT with EISDIR before
+				// looking it up.
 				if flags&unix.O_CREAT != 0 {
 					return -1, unix.EISDIR
 				}
-				rest = "."
+				more, rest = false, ""
+				follow = true
+				flags |= unix.O_DIRECTORY
 			}
 		}
 		top := stack[len(stack)-1]
