@@ -9,15 +9,19 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/packfs/packfs/dirfs"
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs/layer"
 	"golang.org/x/sys/unix"
 )
@@ -36,7 +40,12 @@ type probeFS interface {
 	Chmod(name string, mode fs.FileMode) error
 	Chtimes(name string, atime, mtime time.Time) error
 	Lchown(name string, uid, gid int) error
+	Chown(name string, uid, gid int) error
+	Lchtimes(name string, atime, mtime time.Time) error
 	Symlink(oldname, newname string) error
+	Whiteout(name string) error
+	RemoveAll(name string) error
+	MkdirAll(name string, perm fs.FileMode) error
 }
 
 // osProbe is os on the host paths beneath root.
@@ -44,24 +53,93 @@ type osProbe struct{ root string }
 
 func (o osProbe) p(name string) string { return filepath.Join(o.root, name) }
 
+// rel makes the Path of os's error the name beneath the root, as the FS
+// gives it.
+func (o osProbe) rel(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		if r, rerr := filepath.Rel(o.root, pe.Path); rerr == nil {
+			pe.Path = r
+		}
+	}
+	return err
+}
+
 func (o osProbe) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, error) {
 	f, err := os.OpenFile(o.p(name), flag, perm)
 	if err != nil {
-		return nil, err
+		return nil, o.rel(err)
 	}
 	return f, nil
 }
-func (o osProbe) Stat(name string) (fs.FileInfo, error)      { return os.Stat(o.p(name)) }
-func (o osProbe) Lstat(name string) (fs.FileInfo, error)     { return os.Lstat(o.p(name)) }
-func (o osProbe) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(o.p(name)) }
-func (o osProbe) ReadLink(name string) (string, error)       { return os.Readlink(o.p(name)) }
-func (o osProbe) Mkdir(name string, perm fs.FileMode) error  { return os.Mkdir(o.p(name), perm) }
-func (o osProbe) Remove(name string) error                   { return os.Remove(o.p(name)) }
-func (o osProbe) Rename(a, b string) error                   { return os.Rename(o.p(a), o.p(b)) }
-func (o osProbe) Chmod(name string, m fs.FileMode) error     { return os.Chmod(o.p(name), m) }
-func (o osProbe) Chtimes(name string, a, m time.Time) error  { return os.Chtimes(o.p(name), a, m) }
-func (o osProbe) Lchown(name string, u, g int) error         { return os.Lchown(o.p(name), u, g) }
-func (o osProbe) Symlink(target, name string) error          { return os.Symlink(target, o.p(name)) }
+func (o osProbe) Stat(name string) (fs.FileInfo, error) {
+	v, err := os.Stat(o.p(name))
+	return v, o.rel(err)
+}
+func (o osProbe) Lstat(name string) (fs.FileInfo, error) {
+	v, err := os.Lstat(o.p(name))
+	return v, o.rel(err)
+}
+func (o osProbe) ReadDir(name string) ([]fs.DirEntry, error) {
+	v, err := os.ReadDir(o.p(name))
+	return v, o.rel(err)
+}
+func (o osProbe) ReadLink(name string) (string, error) {
+	v, err := os.Readlink(o.p(name))
+	return v, o.rel(err)
+}
+func (o osProbe) Mkdir(name string, perm fs.FileMode) error { return o.rel(os.Mkdir(o.p(name), perm)) }
+func (o osProbe) Remove(name string) error                  { return o.rel(os.Remove(o.p(name))) }
+func (o osProbe) Rename(a, b string) error                  { return o.rel(os.Rename(o.p(a), o.p(b))) }
+func (o osProbe) Chmod(name string, m fs.FileMode) error    { return o.rel(os.Chmod(o.p(name), m)) }
+func (o osProbe) Chtimes(name string, a, m time.Time) error {
+	return o.rel(os.Chtimes(o.p(name), a, m))
+}
+func (o osProbe) Lchown(name string, u, g int) error        { return o.rel(os.Lchown(o.p(name), u, g)) }
+func (o osProbe) Symlink(target, name string) error         { return o.rel(os.Symlink(target, o.p(name))) }
+func (o osProbe) Chown(name string, u, g int) error         { return o.rel(os.Chown(o.p(name), u, g)) }
+func (o osProbe) RemoveAll(name string) error               { return o.rel(os.RemoveAll(o.p(name))) }
+func (o osProbe) MkdirAll(name string, m fs.FileMode) error { return o.rel(os.MkdirAll(o.p(name), m)) }
+
+func (o osProbe) Lchtimes(name string, a, m time.Time) error {
+	ts := []unix.Timespec{unix.NsecToTimespec(a.UnixNano()), unix.NsecToTimespec(m.UnixNano())}
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, o.p(name), ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &fs.PathError{Op: "lchtimes", Path: name, Err: err}
+	}
+	return nil
+}
+
+// Whiteout is what the FS's does, on the host path: a 0/0 character
+// device replaces a file or a symlink (made beside it and renamed over it)
+// or an empty directory (removed first), or takes a free name.
+func (o osProbe) Whiteout(name string) error {
+	p := o.p(name)
+	werr := func(err error) error { return &fs.PathError{Op: "whiteout", Path: name, Err: err} }
+	fi, err := os.Lstat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return werr(err.(*fs.PathError).Err)
+	case fi.IsDir():
+		if err := unix.Rmdir(p); err != nil {
+			return werr(err)
+		}
+	default:
+		tmp := filepath.Join(filepath.Dir(p), ".wh.tmp")
+		if err := unix.Mknod(tmp, unix.S_IFCHR, 0); err != nil {
+			return werr(err)
+		}
+		if err := unix.Rename(tmp, p); err != nil {
+			unix.Unlink(tmp)
+			return werr(err)
+		}
+		return nil
+	}
+	if err := unix.Mknod(p, unix.S_IFCHR, 0); err != nil {
+		return werr(err)
+	}
+	return nil
+}
 
 // probeLink is a symlink of the probe tree; escapes marks a target that
 // leaves the root, which os follows and the FS must refuse.
@@ -193,7 +271,7 @@ func probeNames(base string) []probeLink {
 
 // describeErr is an error's class: its Op and errno (or the sentinel), and
 // whether its Path is name, as the FS's errors must be.
-func describeErr(err error, name string, viaOS bool) string {
+func describeErr(err error, name string) string {
 	if err == nil {
 		return "ok"
 	}
@@ -203,7 +281,7 @@ func describeErr(err error, name string, viaOS bool) string {
 	switch {
 	case errors.As(err, &pe):
 		op = pe.Op
-		if !viaOS && pe.Path != name {
+		if name != "" && pe.Path != name {
 			op += "(path " + pe.Path + ")"
 		}
 	case errors.As(err, &le):
@@ -251,13 +329,13 @@ func describeInfo(fi fs.FileInfo) string {
 func describeFile(f layer.File) string {
 	fi, err := f.Stat()
 	if err != nil {
-		return "stat " + describeErr(err, "", true)
+		return "stat " + describeErr(err, "")
 	}
 	s := describeInfo(fi)
 	if fi.IsDir() {
 		list, err := f.ReadDir(-1)
 		if err != nil {
-			return s + " readdir " + describeErr(err, "", true)
+			return s + " readdir " + describeErr(err, "")
 		}
 		var names []string
 		for _, e := range list {
@@ -313,13 +391,13 @@ func probeOps() []probeOp {
 			func(f probeFS, name string) string {
 				fl, err := f.OpenFile(name, o.flag, 0o640)
 				if err != nil {
-					return describeErr(err, name, isOS(f))
+					return describeErr(err, name)
 				}
 				defer fl.Close()
 				if o.flag&os.O_WRONLY != 0 {
 					fi, err := fl.Stat()
 					if err != nil {
-						return "ok, stat " + describeErr(err, "", true)
+						return "ok, stat " + describeErr(err, "")
 					}
 					return "ok " + describeInfo(fi)
 				}
@@ -328,7 +406,7 @@ func probeOps() []probeOp {
 	}
 	info := func(fi fs.FileInfo, err error, name string, f probeFS) string {
 		if err != nil {
-			return describeErr(err, name, isOS(f))
+			return describeErr(err, name)
 		}
 		return "ok " + describeInfo(fi)
 	}
@@ -338,14 +416,14 @@ func probeOps() []probeOp {
 		probeOp{"readdir", false, func(f probeFS, name string) string {
 			list, err := f.ReadDir(name)
 			if err != nil {
-				return describeErr(err, name, isOS(f))
+				return describeErr(err, name)
 			}
 			return fmt.Sprintf("ok %d entries", len(list))
 		}},
 		probeOp{"readlink", false, func(f probeFS, name string) string {
 			s, err := f.ReadLink(name)
 			if err != nil {
-				return describeErr(err, name, isOS(f))
+				return describeErr(err, name)
 			}
 			if filepath.IsAbs(s) {
 				return "ok absolute"
@@ -353,32 +431,49 @@ func probeOps() []probeOp {
 			return "ok " + fmt.Sprint(len(s))
 		}},
 		probeOp{"mkdir", true, func(f probeFS, name string) string {
-			return describeErr(f.Mkdir(name, 0o750), name, isOS(f))
+			return describeErr(f.Mkdir(name, 0o750), name)
 		}},
-		probeOp{"remove", true, func(f probeFS, name string) string { return describeErr(f.Remove(name), name, isOS(f)) }},
+		probeOp{"remove", true, func(f probeFS, name string) string { return describeErr(f.Remove(name), name) }},
 		probeOp{"rename from", true, func(f probeFS, name string) string {
-			return describeErr(f.Rename(name, "moved"), name, isOS(f))
+			return describeErr(f.Rename(name, "moved"), name)
 		}},
 		probeOp{"rename to", true, func(f probeFS, name string) string {
-			return describeErr(f.Rename("d/e/g", name), name, isOS(f))
+			return describeErr(f.Rename("d/e/g", name), name)
 		}},
 		probeOp{"chmod", true, func(f probeFS, name string) string {
-			return describeErr(f.Chmod(name, 0o604), name, isOS(f))
+			return describeErr(f.Chmod(name, 0o604), name)
 		}},
 		probeOp{"chtimes", true, func(f probeFS, name string) string {
-			return describeErr(f.Chtimes(name, probeEpoch, probeEpoch), name, isOS(f))
+			return describeErr(f.Chtimes(name, probeEpoch, probeEpoch), name)
 		}},
 		probeOp{"lchown", true, func(f probeFS, name string) string {
-			return describeErr(f.Lchown(name, 1, 2), name, isOS(f))
+			return describeErr(f.Lchown(name, 1, 2), name)
 		}},
 		probeOp{"symlink", true, func(f probeFS, name string) string {
-			return describeErr(f.Symlink("tgt", name), name, isOS(f))
+			return describeErr(f.Symlink("tgt", name), name)
+		}},
+		probeOp{"chown", true, func(f probeFS, name string) string {
+			return describeErr(f.Chown(name, 3, 4), name)
+		}},
+		probeOp{"lchtimes", true, func(f probeFS, name string) string {
+			return describeErr(f.Lchtimes(name, probeEpoch, probeEpoch), name)
+		}},
+		probeOp{"whiteout", true, func(f probeFS, name string) string {
+			return describeErr(f.Whiteout(name), name)
+		}},
+		probeOp{"removeall", true, func(f probeFS, name string) string {
+			// os.RemoveAll's errors name the system call and the
+			// element that failed, the FS's RemoveAll and name: the
+			// errno alone is compared.
+			d := describeErr(f.RemoveAll(name), "")
+			return d[strings.LastIndexByte(d, ' ')+1:]
+		}},
+		probeOp{"mkdirall", true, func(f probeFS, name string) string {
+			return describeErr(f.MkdirAll(name+"/sub", 0o750), name+"/sub")
 		}},
 	)
 	return ops
 }
-
-func isOS(f probeFS) bool { _, ok := f.(osProbe); return ok }
 
 // dumpTree lists everything beneath dir: name, type, mode, owner, size
 // (of a symlink, its target's length), and whether its mtime is the one
@@ -391,12 +486,12 @@ func dumpTree(t testing.TB, dir string) []string {
 		// What cannot be read (a directory without permission) is
 		// listed with the error.
 		if err != nil {
-			out = append(out, strings.TrimPrefix(p, dir)+" "+describeErr(err, "", true))
+			out = append(out, strings.TrimPrefix(p, dir)+" "+describeErr(err, ""))
 			return nil
 		}
 		fi, err := d.Info()
 		if err != nil {
-			out = append(out, strings.TrimPrefix(p, dir)+" "+describeErr(err, "", true))
+			out = append(out, strings.TrimPrefix(p, dir)+" "+describeErr(err, ""))
 			return nil
 		}
 		st := fi.Sys().(*syscall.Stat_t)
@@ -664,5 +759,397 @@ func TestWalkSearchPermission(t *testing.T) {
 		names = append(names, probeLink{name: n})
 	}
 	calls, diffs := runProbesOn(t, build, probeOps(), names)
+	t.Logf("%d calls, %d differences", calls, diffs)
+}
+
+// TestWalkLeaksNoDescriptor makes every probe call on every name, most of
+// them failing (ELOOP, ENOTDIR, ENOENT, EISDIR, EEXIST, ErrEscapes, at
+// every step of the walk), through one walking FS, twice: the descriptors
+// open after the first round (the FS's own, and the directories its stats
+// keep) are all that is open after the second.
+func TestWalkLeaksNoDescriptor(t *testing.T) {
+	base := tempDir(t)
+	f := newFSAt(t, buildProbeTree(t, base), dirfs.WalkAlways())
+	ops, names := probeOps(), probeNames(base)
+	round := func() {
+		for _, op := range ops {
+			for _, n := range names {
+				op.do(f, n.name)
+			}
+		}
+	}
+	start := dirfs.Walks()
+	round()
+	after1 := openFDs(t)
+	round()
+	if n := openFDs(t); n > after1 {
+		t.Errorf("%d descriptors open after two rounds of %d calls, %d after one", n, len(ops)*len(names), after1)
+	}
+	if dirfs.Walks()-start < int64(len(names)) {
+		t.Errorf("only %d walks", dirfs.Walks()-start)
+	}
+}
+
+// TestWalkDeepPath walks names of up to PATH_MAX-1 bytes (2,046
+// directories deep, a descriptor each), directly and through symlinks of
+// 4,091 and 4,094-byte targets, one of them climbing 1,365 levels with
+// "..", and a chain of 40 and 41 links that go down and back up: the walk
+// answers as openat2 does (os cannot reach so deep through the host path).
+func TestWalkDeepPath(t *testing.T) {
+	deep := strings.TrimSuffix(strings.Repeat("a/", 2046), "/") // 4,091 bytes
+	mid := strings.Repeat("a/", 1365) + "up"                    // 2,732 bytes
+	build := func(t *testing.T) *dirfs.FS {
+		f := newFS(t)
+		// a/a/.../a, one directory at a time from the last.
+		fd, err := unix.Open(f.Dir(), unix.O_PATH|unix.O_DIRECTORY, 0)
+		must(t, err)
+		for range 2046 {
+			must(t, unix.Mkdirat(fd, "a", 0o755))
+			next, err := unix.Openat(fd, "a", unix.O_PATH|unix.O_DIRECTORY, 0)
+			unix.Close(fd)
+			must(t, err)
+			fd = next
+		}
+		unix.Close(fd)
+		must(t, f.WriteFile(deep+"/fff", []byte("deep"), 0o644)) // 4,095 bytes
+		must(t, f.Symlink(deep, "link"))
+		must(t, f.Symlink(strings.TrimSuffix(strings.Repeat("../", 1365), "/"), mid)) // 4,094 bytes
+		must(t, f.Symlink(path.Dir(mid), "linkmid"))
+		must(t, f.WriteFile("top", []byte("top"), 0o644))
+		// c<i> follows i+1 links, each down into a and back up.
+		prev := "top"
+		for i := range 41 {
+			name := "c" + itoa(i)
+			must(t, f.Symlink("a/../"+prev, name))
+			prev = name
+		}
+		return f
+	}
+	walkFS, at2 := build(t), build(t)
+	walkFS = newFSAt(t, walkFS.Dir(), dirfs.WalkAlways())
+	type call struct {
+		name string
+		do   func(f *dirfs.FS) string
+	}
+	read := func(name string) call {
+		return call{"ReadFile " + short(name), func(f *dirfs.FS) string {
+			data, err := f.ReadFile(name)
+			return string(data) + " " + describeErr(err, name)
+		}}
+	}
+	stat := func(name string) call {
+		return call{"Stat " + short(name), func(f *dirfs.FS) string {
+			fi, err := f.Stat(name)
+			if err != nil {
+				return describeErr(err, name)
+			}
+			return describeInfo(fi)
+		}}
+	}
+	calls := []call{
+		read(deep + "/fff"), stat(deep), stat(deep + "/fff"), read("link/fff"), stat("link"),
+		read(mid + "/top"), stat(mid), read("linkmid/up/top"), read("linkmid/up/link/fff"),
+		read("c38"), read("c39"), read("c40"), stat("c39"), stat("c40"),
+		{"Mkdir deep", func(f *dirfs.FS) string { return describeErr(f.Mkdir(deep+"/n", 0o755), deep+"/n") }},
+		{"Mkdir via link", func(f *dirfs.FS) string {
+			return describeErr(f.Mkdir("link/m", 0o755), "link/m")
+		}},
+		stat("link/m"),
+		{"Remove deep", func(f *dirfs.FS) string { return describeErr(f.Remove(deep+"/n"), deep+"/n") }},
+		{"Chmod via up", func(f *dirfs.FS) string {
+			return describeErr(f.Chmod("linkmid/up/top", 0o600), "linkmid/up/top")
+		}},
+		stat("top"),
+	}
+	for _, c := range calls {
+		if got, want := c.do(walkFS), c.do(at2); got != want {
+			t.Errorf("%s: walk gives %q, openat2 %q", c.name, got, want)
+		}
+	}
+}
+
+// TestWalkDirMovedOut moves a directory of the root out of it and back
+// without pause while goroutines read, stat, chmod and write through a
+// symlink in it that climbs back with "..", directly and through another
+// link: a/b/up -> ../../file names
+// root/file while b is inside, and base/file, outside, once b is moved to
+// base/outdir. A walk climbs back to the directories it came from, so no
+// call may reach base/file; the calls reach root/file or fail.
+func TestWalkDirMovedOut(t *testing.T) {
+	iterations := 1000
+	if !testsize.Short() {
+		iterations = 20000
+	}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			base := tempDir(t)
+			root := filepath.Join(base, "root")
+			for _, d := range []string{"root/a/b", "outdir"} {
+				must(t, os.MkdirAll(filepath.Join(base, d), 0o755))
+			}
+			must(t, os.WriteFile(filepath.Join(base, "file"), []byte("outside"), 0o644))
+			must(t, os.WriteFile(filepath.Join(root, "file"), []byte("inside"), 0o644))
+			must(t, os.Symlink("../../file", filepath.Join(root, "a/b/up")))
+			must(t, os.Symlink("a/b/up", filepath.Join(root, "viab")))
+			outFi, err := os.Stat(filepath.Join(base, "file"))
+			must(t, err)
+			f := newFSAt(t, root, m.opts...)
+			var stop atomic.Bool
+			var moves atomic.Int64
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				in, out := filepath.Join(root, "a/b"), filepath.Join(base, "outdir/b")
+				for !stop.Load() {
+					if os.Rename(in, out) == nil {
+						moves.Add(1)
+						os.Rename(out, in)
+					}
+				}
+			})
+			var reached, escapes atomic.Int64
+			var workers sync.WaitGroup
+			for w := range 2 {
+				workers.Go(func() {
+					for i := range iterations / 2 {
+						name := []string{"a/b/up", "viab"}[(i+w)%2]
+						if data, err := f.ReadFile(name); err == nil {
+							reached.Add(1)
+							if string(data) != "inside" {
+								escapes.Add(1)
+								t.Errorf("ReadFile(%s) read %q", name, data)
+							}
+						}
+						if fi, err := f.Stat(name); err == nil && os.SameFile(fi, outFi) {
+							escapes.Add(1)
+							t.Errorf("Stat(%s) reached the outside file", name)
+						}
+						switch (i + w) % 3 {
+						case 0:
+							f.Chmod(name, 0o600)
+						case 1:
+							// The same bytes over root/file, so that
+							// readers see no other.
+							if fl, err := f.OpenFile(name, os.O_WRONLY, 0); err == nil {
+								fl.Write([]byte("inside"))
+								fl.Close()
+							}
+						case 2:
+							f.Chtimes(name, probeEpoch, probeEpoch)
+						}
+					}
+				})
+			}
+			workers.Wait()
+			stop.Store(true)
+			wg.Wait()
+			fi, err := os.Stat(filepath.Join(base, "file"))
+			must(t, err)
+			data, err := os.ReadFile(filepath.Join(base, "file"))
+			must(t, err)
+			if string(data) != "outside" || fi.Mode() != 0o644 || !fi.ModTime().Equal(outFi.ModTime()) {
+				escapes.Add(1)
+				t.Errorf("base/file changed: %q, %v, %v", data, fi.Mode(), fi.ModTime())
+			}
+			t.Logf("%d iterations, %d moves, %d reads reached root/file, %d escapes", iterations, moves.Load(), reached.Load(), escapes.Load())
+			if moves.Load() == 0 {
+				t.Error("no move happened: the test tested nothing")
+			}
+		})
+	}
+}
+
+// TestWalkLastSwapped swaps the last element of a name, a file, with a
+// symlink out of the root (absolute, and climbing with ".."), atomically
+// and without pause, while goroutines read, write, chmod, chown and chtimes
+// the name: each call reaches the file or fails, and nothing outside
+// changes.
+func TestWalkLastSwapped(t *testing.T) {
+	iterations := 1000
+	if !testsize.Short() {
+		iterations = 20000
+	}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			base := tempDir(t)
+			root := filepath.Join(base, "root")
+			must(t, os.MkdirAll(filepath.Join(root, "d"), 0o755))
+			must(t, os.WriteFile(filepath.Join(base, "file"), []byte("outside"), 0o644))
+			must(t, os.WriteFile(filepath.Join(root, "d/x"), []byte("inside"), 0o644))
+			must(t, os.Symlink(filepath.Join(base, "file"), filepath.Join(root, "d/abs")))
+			must(t, os.Symlink("../../file", filepath.Join(root, "d/rel")))
+			outFi, err := os.Stat(filepath.Join(base, "file"))
+			must(t, err)
+			f := newFSAt(t, root, m.opts...)
+			var stop atomic.Bool
+			var swaps atomic.Int64
+			var wg sync.WaitGroup
+			for _, l := range []string{"abs", "rel"} {
+				wg.Go(func() {
+					x, link := filepath.Join(root, "d/x"), filepath.Join(root, "d", l)
+					for !stop.Load() {
+						if unix.Renameat2(unix.AT_FDCWD, x, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE) == nil {
+							swaps.Add(1)
+						}
+					}
+				})
+			}
+			var workers sync.WaitGroup
+			for w := range 2 {
+				workers.Go(func() {
+					for i := range iterations / 2 {
+						name := []string{"d/x", "d/abs", "d/rel"}[(i+w)%3]
+						if data, err := f.ReadFile(name); err == nil && string(data) != "inside" {
+							t.Errorf("ReadFile(%s) read %q", name, data)
+						}
+						if fi, err := f.Stat(name); err == nil && os.SameFile(fi, outFi) {
+							t.Errorf("Stat(%s) reached the outside file", name)
+						}
+						switch (i + w) % 5 {
+						case 0:
+							f.Chmod(name, 0o600)
+						case 1:
+							if fl, err := f.OpenFile(name, os.O_WRONLY|os.O_CREATE, 0o644); err == nil {
+								fl.Write([]byte("inside"))
+								fl.Close()
+							}
+						case 2:
+							f.Chtimes(name, probeEpoch, probeEpoch)
+						case 3:
+							f.Chown(name, 1, 1)
+						case 4:
+							if fl, err := f.OpenFile(name, os.O_RDWR|syscall.O_NOFOLLOW, 0); err == nil {
+								fl.Write([]byte("inside"))
+								fl.Close()
+							}
+						}
+					}
+				})
+			}
+			workers.Wait()
+			stop.Store(true)
+			wg.Wait()
+			fi, err := os.Stat(filepath.Join(base, "file"))
+			must(t, err)
+			data, err := os.ReadFile(filepath.Join(base, "file"))
+			must(t, err)
+			st := fi.Sys().(*syscall.Stat_t)
+			if string(data) != "outside" || fi.Mode() != 0o644 || !fi.ModTime().Equal(outFi.ModTime()) || st.Uid != 0 {
+				t.Errorf("base/file changed: %q, %v, %v, uid %d", data, fi.Mode(), fi.ModTime(), st.Uid)
+			}
+			list, err := os.ReadDir(base)
+			must(t, err)
+			if len(list) != 2 {
+				t.Errorf("base holds %d entries, want root and file", len(list))
+			}
+			t.Logf("%d iterations, %d swaps", iterations, swaps.Load())
+			if swaps.Load() == 0 {
+				t.Error("no swap happened: the test tested nothing")
+			}
+		})
+	}
+}
+
+// TestWalkRenamesElsewhereProbes gives the probes' calls that do not write
+// to an FS beside a goroutine renaming a file outside the root without
+// pause, on the names prefixed with "r/", a symlink whose target climbs
+// with ".." 818 times back to the root, so that openat2 fails with EAGAIN
+// (the kernel's answer to a lookup through ".." during a rename anywhere)
+// and most names are walked as they come, not by option: every answer is
+// the one os gives on the host path (openat2's, before the renames began,
+// where os would leave the root).
+func TestWalkRenamesElsewhereProbes(t *testing.T) {
+	base := tempDir(t)
+	root := buildProbeTree(t, base)
+	must(t, os.Symlink(strings.Repeat("d/../", 818)+".", filepath.Join(root, "r")))
+	f := newFSAt(t, root)
+	var ops []probeOp
+	for _, op := range probeOps() {
+		if !op.writes {
+			ops = append(ops, op)
+		}
+	}
+	var names []probeLink
+	for _, n := range probeNames(base) {
+		if !strings.HasSuffix(n.name, "/new") && !strings.HasSuffix(n.name, "/f") {
+			n.name = "r/" + n.name
+			names = append(names, n)
+		}
+	}
+	want := make([][]string, len(ops))
+	for i, op := range ops {
+		for _, n := range names {
+			var ref probeFS = osProbe{root}
+			if n.escapes {
+				ref = f
+			}
+			want[i] = append(want[i], op.do(ref, n.name))
+		}
+	}
+	other := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(other, "a"), nil, 0o644))
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		a, b := filepath.Join(other, "a"), filepath.Join(other, "b")
+		for !stop.Load() {
+			os.Rename(a, b)
+			os.Rename(b, a)
+		}
+	})
+	defer func() { stop.Store(true); wg.Wait() }()
+	// Until 20 calls were walked, or for a bounded number of rounds on a
+	// machine where the renames rarely overlap the lookups.
+	rounds, enough := 8, int64(20)
+	switch {
+	case !testsize.Short():
+		rounds, enough = 100, 20000
+	case raceEnabled:
+		rounds = 2
+	}
+	start := dirfs.Walks()
+	r := 0
+	for ; r < rounds && dirfs.Walks()-start < enough; r++ {
+		for i, op := range ops {
+			for j, n := range names {
+				if got := op.do(f, n.name); got != want[i][j] {
+					t.Errorf("round %d: %s(%q) = %q, want %q", r, op.name, short(n.name), got, want[i][j])
+				}
+			}
+		}
+	}
+	t.Logf("%d rounds of %d calls, %d walked", r, len(ops)*len(names), dirfs.Walks()-start)
+}
+
+// TestProbeWalkDifferential makes every probe call on every name of the
+// probe tree, through os on the host path, through openat2 and walking,
+// and compares the answers and the trees left. The quick run makes the
+// calls that write on a sixth of the names, a different sixth for each
+// call, and the others on half; under the race detector, which slows them
+// tenfold, on a twelfth and a third.
+func TestProbeWalkDifferential(t *testing.T) {
+	names := probeNames("/base")
+	var calls, diffs int
+	for i, op := range probeOps() {
+		every := 1
+		switch {
+		case !testsize.Short():
+		case raceEnabled && op.writes:
+			every = 12
+		case raceEnabled:
+			every = 3
+		case op.writes:
+			every = 6
+		default:
+			every = 2
+		}
+		var picked []probeLink
+		for j, n := range names {
+			if j%every == i%every {
+				picked = append(picked, n)
+			}
+		}
+		c, d := runProbes(t, []probeOp{op}, picked)
+		calls, diffs = calls+c, diffs+d
+	}
 	t.Logf("%d calls, %d differences", calls, diffs)
 }
