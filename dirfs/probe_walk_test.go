@@ -795,7 +795,39 @@ func TestWalkLeaksNoDescriptor(t *testing.T) {
 // 4,091 and 4,094-byte targets, one of them climbing 1,365 levels with
 // "..", and a chain of 40 and 41 links that go down and back up: the walk
 // answers as openat2 does (os cannot reach so deep through the host path).
+// TestWalkDeepPathFewDescriptors does the same where a process may open
+// 256 descriptors only.
 func TestWalkDeepPath(t *testing.T) {
+	deepPathChecks(t)
+}
+
+// TestWalkDeepPathFewDescriptors is TestWalkDeepPath in a child process
+// whose limit on descriptors (RLIMIT_NOFILE) is 256: the walk descends
+// 2,046 directories, which Linux does holding none.
+func TestWalkDeepPathFewDescriptors(t *testing.T) {
+	const env = "PACKFS_PROBE_NOFILE"
+	if os.Getenv(env) == "" {
+		args := []string{"-test.run=^TestWalkDeepPathFewDescriptors$", "-test.count=1"}
+		if testing.Verbose() {
+			args = append(args, "-test.v")
+		}
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = append(os.Environ(), env+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("with 256 descriptors: %v\n%s", err, out)
+		}
+		t.Logf("with 256 descriptors:\n%s", out)
+		return
+	}
+	var lim syscall.Rlimit
+	must(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim))
+	lim.Cur = 256
+	must(t, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim))
+	deepPathChecks(t)
+}
+
+func deepPathChecks(t *testing.T) {
 	deep := strings.TrimSuffix(strings.Repeat("a/", 2046), "/") // 4,091 bytes
 	mid := strings.Repeat("a/", 1365) + "up"                    // 2,732 bytes
 	build := func(t *testing.T) *dirfs.FS {

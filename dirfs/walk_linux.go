@@ -26,7 +26,8 @@ const maxLinks = 40
 // with resolveFlags does, but one element at a time, so that no rename
 // elsewhere can fail it. Each step opens a single name with O_NOFOLLOW in
 // the directory reached; a symlink's target is read and walked in its
-// place; ".." goes back to the directory the walk came from, never to a
+// place; ".." goes back to the directory the walk came from (deeper than
+// heldDirs, opened again by the name the walk came down by), never to a
 // parent found on disk, and climbing above the root is EXDEV. So every step
 // is taken from a directory that was beneath the root when the walk reached
 // it, as openat2's steps down are. A magic link (/proc/self/fd/N) is walked
@@ -43,12 +44,8 @@ func (a *atImpl) walk(name string, how *unix.OpenHow) (int, error) {
 		unix.Close(fd)
 	}
 	flags, mode := int(how.Flags), uint32(how.Mode)
-	stack := []int{a.fd}
-	defer func() {
-		for _, fd := range stack[1:] {
-			unix.Close(fd)
-		}
-	}()
+	stack := walkStack{fds: []int{a.fd}, names: []string{""}}
+	defer stack.close()
 	follow := flags&unix.O_NOFOLLOW == 0
 	flags |= unix.O_NOFOLLOW | unix.O_CLOEXEC
 	links := 0
@@ -65,16 +62,17 @@ func (a *atImpl) walk(name string, how *unix.OpenHow) (int, error) {
 		case "..":
 			// Linux looks ".." up in the directory, which takes
 			// search permission on it, as "." does.
-			fd, err := openOne(stack[len(stack)-1], ".", unix.O_PATH|unix.O_CLOEXEC, 0)
+			fd, err := openOne(stack.top(), ".", unix.O_PATH|unix.O_CLOEXEC, 0)
 			if err != nil {
 				return -1, err
 			}
 			unix.Close(fd)
-			if len(stack) == 1 {
+			if len(stack.fds) == 1 {
 				return -1, unix.EXDEV
 			}
-			unix.Close(stack[len(stack)-1])
-			stack = stack[:len(stack)-1]
+			if err := stack.pop(); err != nil {
+				return -1, err
+			}
 			if more {
 				continue
 			}
@@ -94,7 +92,7 @@ func (a *atImpl) walk(name string, how *unix.OpenHow) (int, error) {
 				flags |= unix.O_DIRECTORY
 			}
 		}
-		top := stack[len(stack)-1]
+		top := stack.top()
 		if !more {
 			fd, err := openOne(top, elem, flags, mode)
 			if !follow || !maybeLink(fd, err, flags) {
@@ -124,7 +122,7 @@ func (a *atImpl) walk(name string, how *unix.OpenHow) (int, error) {
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
-			stack = append(stack, fd)
+			stack.push(fd, elem)
 		case unix.S_IFLNK:
 			target, err := readlinkAt(fd, "")
 			unix.Close(fd)
@@ -137,6 +135,64 @@ func (a *atImpl) walk(name string, how *unix.OpenHow) (int, error) {
 		default:
 			unix.Close(fd)
 			return -1, unix.ENOTDIR
+		}
+	}
+}
+
+// heldDirs bounds the descriptors a walk holds of the directories it came
+// down through, which ".." goes back to: Linux walks a name of any depth
+// holding none, and one of PATH_MAX bytes can be 2,047 directories deep
+// (through symlinks, up to 40 times that), more descriptors than a process
+// may have open. The walk keeps the last heldDirs directories open, and
+// every heldDirs-th one below them; a ".." into a directory closed
+// meanwhile opens it again by the name the walk came down by, from the
+// nearest one kept (under 64 + depth/64 descriptors, at most 64 opens per
+// 64 ".."s).
+const heldDirs = 64
+
+// walkStack is the directories a walk came down through: fds[0] is the
+// root, fds[i] was opened as names[i] in fds[i-1], and is -1 once closed.
+// The top is always open.
+type walkStack struct {
+	fds   []int
+	names []string
+}
+
+func (s *walkStack) top() int { return s.fds[len(s.fds)-1] }
+
+func (s *walkStack) push(fd int, name string) {
+	s.fds = append(s.fds, fd)
+	s.names = append(s.names, name)
+	if i := len(s.fds) - 1 - heldDirs; i > 0 && i%heldDirs != 0 && s.fds[i] >= 0 {
+		unix.Close(s.fds[i])
+		s.fds[i] = -1
+	}
+}
+
+// pop closes the top directory, and opens the one below it again if it
+// was closed.
+func (s *walkStack) pop() error {
+	n := len(s.fds) - 1
+	unix.Close(s.fds[n])
+	s.fds, s.names = s.fds[:n], s.names[:n]
+	j := n - 1
+	for s.fds[j] < 0 {
+		j--
+	}
+	for i := j + 1; i < n; i++ {
+		fd, err := openOne(s.fds[i-1], s.names[i], unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		s.fds[i] = fd
+	}
+	return nil
+}
+
+func (s *walkStack) close() {
+	for _, fd := range s.fds[1:] {
+		if fd >= 0 {
+			unix.Close(fd)
 		}
 	}
 }
