@@ -1185,3 +1185,47 @@ func TestProbeWalkDifferential(t *testing.T) {
 	}
 	t.Logf("%d calls, %d differences", calls, diffs)
 }
+
+// TestWalkRenamesElsewhereWrites is TestWalkRenamesElsewhereProbes for the
+// calls that write, each on a tree of its own, through a link climbing 200
+// times (the quick run on a 24th of the names): the tree each leaves,
+// and its answer, are os's.
+func TestWalkRenamesElsewhereWrites(t *testing.T) {
+	build := func(t testing.TB, base string) string {
+		root := buildProbeTree(t, base)
+		must(t, os.Symlink(strings.Repeat("d/../", 200)+".", filepath.Join(root, "r")))
+		return root
+	}
+	var ops []probeOp
+	for _, op := range probeOps() {
+		if op.writes {
+			ops = append(ops, op)
+		}
+	}
+	every := 24
+	if !testsize.Short() {
+		every = 1
+	}
+	var names []probeLink
+	for j, n := range probeNames("/base") {
+		if j%every == 0 {
+			n.name = "r/" + n.name
+			names = append(names, n)
+		}
+	}
+	other := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(other, "a"), nil, 0o644))
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		a, b := filepath.Join(other, "a"), filepath.Join(other, "b")
+		for !stop.Load() {
+			os.Rename(a, b)
+			os.Rename(b, a)
+		}
+	})
+	defer func() { stop.Store(true); wg.Wait() }()
+	start := dirfs.Walks()
+	calls, diffs := runProbesOn(t, build, ops, names)
+	t.Logf("%d calls, %d differences, %d walked", calls, diffs, dirfs.Walks()-start)
+}
