@@ -49,6 +49,9 @@ func (a *atImpl) walk(name string, how *unix.OpenHow) (int, error) {
 	follow := flags&unix.O_NOFOLLOW == 0
 	flags |= unix.O_NOFOLLOW | unix.O_CLOEXEC
 	links := 0
+	// searched: a name was looked up in the top directory, which took
+	// search permission on it.
+	searched := false
 	rest := name
 	for {
 		elem, tail, more := strings.Cut(rest, "/")
@@ -61,18 +64,22 @@ func (a *atImpl) walk(name string, how *unix.OpenHow) (int, error) {
 			elem = "."
 		case "..":
 			// Linux looks ".." up in the directory, which takes
-			// search permission on it, as "." does.
-			fd, err := openOne(stack.top(), ".", unix.O_PATH|unix.O_CLOEXEC, 0)
-			if err != nil {
-				return -1, err
+			// search permission on it, as "." does: a directory
+			// the walk looked nothing up in yet is checked so.
+			if !searched {
+				fd, err := openOne(stack.top(), ".", unix.O_PATH|unix.O_CLOEXEC, 0)
+				if err != nil {
+					return -1, err
+				}
+				unix.Close(fd)
 			}
-			unix.Close(fd)
 			if len(stack.fds) == 1 {
 				return -1, unix.EXDEV
 			}
 			if err := stack.pop(); err != nil {
 				return -1, err
 			}
+			searched = true
 			if more {
 				continue
 			}
@@ -106,6 +113,7 @@ func (a *atImpl) walk(name string, how *unix.OpenHow) (int, error) {
 			if fd >= 0 {
 				unix.Close(fd)
 			}
+			searched = true
 			if rest, err = a.through(target, "", &links); err != nil {
 				return -1, err
 			}
@@ -115,6 +123,7 @@ func (a *atImpl) walk(name string, how *unix.OpenHow) (int, error) {
 		if err != nil {
 			return -1, err
 		}
+		searched = true
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
 			unix.Close(fd)
@@ -123,6 +132,7 @@ func (a *atImpl) walk(name string, how *unix.OpenHow) (int, error) {
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
 			stack.push(fd, elem)
+			searched = false
 		case unix.S_IFLNK:
 			target, err := readlinkAt(fd, "")
 			unix.Close(fd)
