@@ -735,9 +735,12 @@ func TestWalkSearchPermission(t *testing.T) {
 	}
 	build := func(t testing.TB, base string) string {
 		root := filepath.Join(base, "root")
-		for _, d := range []string{"", "d", "d/e", "nr"} {
+		for _, d := range []string{"", "d", "d/e", "nr", "sx", "sx/nx"} {
 			must(t, os.Mkdir(filepath.Join(root, d), 0o755))
 		}
+		// sx/l: a lookup in sx, then ".." out of sx/nx, searched by
+		// nothing before.
+		must(t, os.Symlink("nx/..", filepath.Join(root, "sx/l")))
 		for _, f := range []string{"file", "d/f", "nr/f"} {
 			must(t, os.WriteFile(filepath.Join(root, f), []byte(f), 0o644))
 		}
@@ -745,13 +748,16 @@ func TestWalkSearchPermission(t *testing.T) {
 			"ld": "d", "ldf": "d/f", "ldup": "d/..", "lddotdot": "d/../file", "ldslash": "d/",
 			"lddot": "d/.", "lde": "d/e", "ldeup": "d/e/..",
 			"lnr": "nr", "lnrf": "nr/f", "lnrup": "nr/..", "lnrdotdot": "nr/../file",
+			"lnxup": "sx/nx/..", "lsxl": "sx/l", "lsxlup": "sx/l/../file",
 		} {
 			must(t, os.Symlink(target, filepath.Join(root, name)))
 		}
 		// d: read, no search; nr: search, no read.
 		must(t, os.Chmod(filepath.Join(root, "d"), 0o644))
 		must(t, os.Chmod(filepath.Join(root, "nr"), 0o311))
+		must(t, os.Chmod(filepath.Join(root, "sx/nx"), 0o644))
 		t.Cleanup(func() {
+			os.Chmod(filepath.Join(root, "sx/nx"), 0o755)
 			os.Chmod(filepath.Join(root, "d"), 0o755)
 			os.Chmod(filepath.Join(root, "nr"), 0o755)
 		})
@@ -759,7 +765,8 @@ func TestWalkSearchPermission(t *testing.T) {
 	}
 	var names []probeLink
 	for _, n := range []string{"d", "d/f", "d/e", "nr", "nr/f", "ld", "ldf", "ldup", "lddotdot", "ldslash",
-		"lddot", "lde", "ldeup", "lnr", "lnrf", "lnrup", "lnrdotdot", "ld/f", "ldup/file", "lnr/f", "lnrup/file"} {
+		"lddot", "lde", "ldeup", "lnr", "lnrf", "lnrup", "lnrdotdot", "ld/f", "ldup/file", "lnr/f", "lnrup/file",
+		"sx/l", "sx/l/x", "lnxup", "lsxl", "lsxlup"} {
 		names = append(names, probeLink{name: n})
 	}
 	calls, diffs := runProbesOn(t, build, probeOps(), names, false)
