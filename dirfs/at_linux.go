@@ -102,11 +102,17 @@ func (a *atImpl) close() error {
 	return nil
 }
 
+// oTmpfile is the bit of O_TMPFILE that is not O_DIRECTORY (the kernel's
+// __O_TMPFILE).
+const oTmpfile = unix.O_TMPFILE &^ unix.O_DIRECTORY
+
 // openat2 opens name beneath the root, retrying EINTR, and EAGAIN up to
 // raceTries times before walking the name (walk).
 func (a *atImpl) openat2(name string, flags int, mode uint32) (int, error) {
 	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: resolveFlags}
-	if flags&unix.O_CREAT != 0 {
+	// openat2 takes a mode with O_CREAT or O_TMPFILE only (EINVAL
+	// otherwise, where openat ignores it).
+	if flags&(unix.O_CREAT|oTmpfile) != 0 {
 		how.Mode = uint64(mode)
 	}
 	for i := 0; ; i++ {
@@ -119,7 +125,7 @@ func (a *atImpl) openat2(name string, flags int, mode uint32) (int, error) {
 			continue
 		case err == unix.EAGAIN:
 			walks.Add(1)
-			fd, err = a.walk(name, flags, mode)
+			fd, err = a.walk(name, &how)
 		}
 		if err == unix.EXDEV {
 			err = ErrEscapes

@@ -38,7 +38,12 @@
 //     anywhere on the system; after 8 EAGAINs in a row the name is walked
 //     one element at a time instead (an openat with O_NOFOLLOW per element,
 //     symlink targets read and walked, ".." back to the directory the walk
-//     came from), so that a busy machine cannot fail a lookup. Chmod
+//     came from), so that a busy machine cannot fail a lookup. Since the
+//     walk reads symlinks rather than letting the kernel follow them,
+//     fs.protected_symlinks (Linux's refusal to follow a link in a sticky,
+//     world-writable directory that neither the caller nor the directory's
+//     owner owns) does not apply to a walked lookup; its targets stay
+//     beneath the root all the same. Chmod
 //     and Chtimes, which follow a final symlink, resolve the name to an
 //     O_PATH descriptor and act on /proc/self/fd/N, that descriptor's inode.
 //   - Where openat2 is missing (ENOSYS, or EPERM under a seccomp filter), or

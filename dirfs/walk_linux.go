@@ -26,21 +26,32 @@ const maxLinks = 40
 // with resolveFlags does, but one element at a time, so that no rename
 // elsewhere can fail it. Each step opens a single name with O_NOFOLLOW in
 // the directory reached; a symlink's target is read and walked in its
-// place; ".." goes back to the directory the walk came from, never to a
+// place; ".." goes back to the directory the walk came from (deeper than
+// heldDirs, opened again by the name the walk came down by), never to a
 // parent found on disk, and climbing above the root is EXDEV. So every step
 // is taken from a directory that was beneath the root when the walk reached
 // it, as openat2's steps down are. A magic link (/proc/self/fd/N) is walked
 // as its text, which is absolute (an escape) or names nothing there.
-func (a *atImpl) walk(name string, flags int, mode uint32) (int, error) {
-	stack := []int{a.fd}
-	defer func() {
-		for _, fd := range stack[1:] {
-			unix.Close(fd)
-		}
-	}()
+//
+// The flags and mode are openat2's (how): openat2 checks them before it
+// looks anything up, refusing with EINVAL some that openat takes (O_CREAT
+// with O_DIRECTORY, bits it does not know), so an openat2 of the empty
+// name, which then fails with ENOENT, checks them first.
+func (a *atImpl) walk(name string, how *unix.OpenHow) (int, error) {
+	if fd, err := unix.Openat2(a.fd, "", how); err == unix.EINVAL {
+		return -1, err
+	} else if err == nil {
+		unix.Close(fd)
+	}
+	flags, mode := int(how.Flags), uint32(how.Mode)
+	stack := walkStack{fds: []int{a.fd}, names: []string{""}}
+	defer stack.close()
 	follow := flags&unix.O_NOFOLLOW == 0
 	flags |= unix.O_NOFOLLOW | unix.O_CLOEXEC
 	links := 0
+	// searched: a name was looked up in the top directory, which took
+	// search permission on it.
+	searched := false
 	rest := name
 	for {
 		elem, tail, more := strings.Cut(rest, "/")
@@ -52,17 +63,43 @@ func (a *atImpl) walk(name string, flags int, mode uint32) (int, error) {
 			}
 			elem = "."
 		case "..":
-			if len(stack) == 1 {
+			// Linux looks ".." up in the directory, which takes
+			// search permission on it, as "." does: a directory
+			// the walk looked nothing up in yet is checked so.
+			if !searched {
+				fd, err := openOne(stack.top(), ".", unix.O_PATH|unix.O_CLOEXEC, 0)
+				if err != nil {
+					return -1, err
+				}
+				unix.Close(fd)
+			}
+			if len(stack.fds) == 1 {
 				return -1, unix.EXDEV
 			}
-			unix.Close(stack[len(stack)-1])
-			stack = stack[:len(stack)-1]
+			if err := stack.pop(); err != nil {
+				return -1, err
+			}
+			searched = true
 			if more {
 				continue
 			}
 			elem = "."
+		default:
+			if more && strings.TrimLeft(rest, "/") == "" {
+				// The last element, followed by a slash: Linux
+				// follows it even under O_NOFOLLOW and demands a
+				// directory (it does not search it, as "elem/."
+				// would), but fails O_CREAT with EISDIR before
+				// looking it up.
+				if flags&unix.O_CREAT != 0 {
+					return -1, unix.EISDIR
+				}
+				more, rest = false, ""
+				follow = true
+				flags |= unix.O_DIRECTORY
+			}
 		}
-		top := stack[len(stack)-1]
+		top := stack.top()
 		if !more {
 			fd, err := openOne(top, elem, flags, mode)
 			if !follow || !maybeLink(fd, err, flags) {
@@ -76,6 +113,7 @@ func (a *atImpl) walk(name string, flags int, mode uint32) (int, error) {
 			if fd >= 0 {
 				unix.Close(fd)
 			}
+			searched = true
 			if rest, err = a.through(target, "", &links); err != nil {
 				return -1, err
 			}
@@ -85,6 +123,7 @@ func (a *atImpl) walk(name string, flags int, mode uint32) (int, error) {
 		if err != nil {
 			return -1, err
 		}
+		searched = true
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
 			unix.Close(fd)
@@ -92,7 +131,8 @@ func (a *atImpl) walk(name string, flags int, mode uint32) (int, error) {
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
-			stack = append(stack, fd)
+			stack.push(fd, elem)
+			searched = false
 		case unix.S_IFLNK:
 			target, err := readlinkAt(fd, "")
 			unix.Close(fd)
@@ -105,6 +145,64 @@ func (a *atImpl) walk(name string, flags int, mode uint32) (int, error) {
 		default:
 			unix.Close(fd)
 			return -1, unix.ENOTDIR
+		}
+	}
+}
+
+// heldDirs bounds the descriptors a walk holds of the directories it came
+// down through, which ".." goes back to: Linux walks a name of any depth
+// holding none, and one of PATH_MAX bytes can be 2,047 directories deep
+// (through symlinks, up to 40 times that), more descriptors than a process
+// may have open. The walk keeps the last heldDirs directories open, and
+// every heldDirs-th one below them; a ".." into a directory closed
+// meanwhile opens it again by the name the walk came down by, from the
+// nearest one kept (under 64 + depth/64 descriptors, at most 64 opens per
+// 64 ".."s).
+const heldDirs = 64
+
+// walkStack is the directories a walk came down through: fds[0] is the
+// root, fds[i] was opened as names[i] in fds[i-1], and is -1 once closed.
+// The top is always open.
+type walkStack struct {
+	fds   []int
+	names []string
+}
+
+func (s *walkStack) top() int { return s.fds[len(s.fds)-1] }
+
+func (s *walkStack) push(fd int, name string) {
+	s.fds = append(s.fds, fd)
+	s.names = append(s.names, name)
+	if i := len(s.fds) - 1 - heldDirs; i > 0 && i%heldDirs != 0 && s.fds[i] >= 0 {
+		unix.Close(s.fds[i])
+		s.fds[i] = -1
+	}
+}
+
+// pop closes the top directory, and opens the one below it again if it
+// was closed.
+func (s *walkStack) pop() error {
+	n := len(s.fds) - 1
+	unix.Close(s.fds[n])
+	s.fds, s.names = s.fds[:n], s.names[:n]
+	j := n - 1
+	for s.fds[j] < 0 {
+		j--
+	}
+	for i := j + 1; i < n; i++ {
+		fd, err := openOne(s.fds[i-1], s.names[i], unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		s.fds[i] = fd
+	}
+	return nil
+}
+
+func (s *walkStack) close() {
+	for _, fd := range s.fds[1:] {
+		if fd >= 0 {
+			unix.Close(fd)
 		}
 	}
 }
