@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/packfs/packfs/packreader"
 	"github.com/packfs/packfs/packwriter"
 )
@@ -399,6 +400,64 @@ func BenchmarkSeqRead(b *testing.B) {
 			r.Close()
 		}
 	})
+}
+
+// BenchmarkSeqReadCeiling is what SeqRead's cold read is measured
+// against: the zstd decoder alone on the 64 MiB file's frames, cut and
+// compressed as the pack's writer does (1 MiB frames, level 3), decoded
+// with DecodeAll into buffers reused from one frame to the next, by one
+// goroutine and by GOMAXPROCS of them (each its own decoder, a frame at
+// a time), with nothing else: no check, no cache, no copy.
+func BenchmarkSeqReadCeiling(b *testing.B) {
+	f := getReadFixture(b)
+	r, err := packreader.Open(f.bigRaw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, err := fs.ReadFile(r, "big")
+	r.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(3)), zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false))
+	if err != nil {
+		b.Fatal(err)
+	}
+	const frame = 1 << 20
+	var frames [][]byte
+	for off := 0; off < len(data); off += frame {
+		frames = append(frames, enc.EncodeAll(data[off:min(off+frame, len(data))], nil))
+	}
+	for _, g := range []int{1, runtime.GOMAXPROCS(0)} {
+		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
+			decs := make([]*zstd.Decoder, g)
+			bufs := make([][]byte, g)
+			for k := range decs {
+				if decs[k], err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(false)); err != nil {
+					b.Fatal(err)
+				}
+				defer decs[k].Close()
+				// 16 bytes past the frame: the slack the decoder's
+				// fastest copies write into.
+				bufs[k] = make([]byte, frame+16)
+			}
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				var wg sync.WaitGroup
+				for k := range g {
+					wg.Go(func() {
+						for i := k; i < len(frames); i += g {
+							if _, err := decs[k].DecodeAll(frames[i], bufs[k][:0]); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+			}
+		})
+	}
 }
 
 // BenchmarkFirstByte opens the pack, opens the 64 MiB file, reads one
