@@ -368,6 +368,7 @@ func BenchmarkSeqRead(b *testing.B) {
 			}
 			defer r.Close()
 			b.SetBytes(64 << 20)
+			cpu := startCPU()
 			for b.Loop() {
 				h, err := r.Open("big")
 				if err != nil {
@@ -378,12 +379,14 @@ func BenchmarkSeqRead(b *testing.B) {
 				}
 				h.Close()
 			}
+			cpu.report(b, 1, "op")
 		})
 	}
 	// Cold: a fresh Reader each time, so that every frame is decompressed
 	// (the default cache holds the whole file after one pass).
 	b.Run("backend=pack-zstd-cold", func(b *testing.B) {
 		b.SetBytes(64 << 20)
+		cpu := startCPU()
 		for b.Loop() {
 			r, err := packreader.Open(f.bigZstd)
 			if err != nil {
@@ -399,6 +402,7 @@ func BenchmarkSeqRead(b *testing.B) {
 			h.Close()
 			r.Close()
 		}
+		cpu.report(b, 1, "op")
 	})
 }
 
@@ -442,6 +446,7 @@ func BenchmarkSeqReadCeiling(b *testing.B) {
 				bufs[k] = make([]byte, frame+16)
 			}
 			b.SetBytes(int64(len(data)))
+			cpu := startCPU()
 			for b.Loop() {
 				var wg sync.WaitGroup
 				for k := range g {
@@ -456,6 +461,7 @@ func BenchmarkSeqReadCeiling(b *testing.B) {
 				}
 				wg.Wait()
 			}
+			cpu.report(b, 1, "op")
 		})
 	}
 }
