@@ -248,6 +248,76 @@ func TestIssue16CraftedFrameHeader(t *testing.T) {
 	}
 }
 
+// TestIssue16FrameOverrun: frame buffers have room past their frame
+// for the decoder's fastest copies, which it may fill: a zstd frame that
+// decodes to a few bytes more or fewer than the frame table records, with
+// its size in its header or without, is corrupt all the same, through a
+// mapping and through an io.ReaderAt, and in Verify.
+func TestIssue16FrameOverrun(t *testing.T) {
+	var buf bytes.Buffer
+	must(t, packwriter.Write(&buf, fstest.MapFS{"f": {Data: textish(3, 40000)}}, packwriter.WithCompression(3)))
+	clean, err := packformat.UnpackTables(buf.Bytes())
+	must(t, err)
+	ft, frames := framesOf(t, clean)
+	raw := int(frames[1].Pos - frames[0].Pos)
+	enc, err := zstd.NewWriter(nil)
+	must(t, err)
+	for _, extra := range []int{0, -1, 1, 8, 15, 16, 17, 4096} {
+		for _, sized := range []bool{true, false} {
+			// Half of text and zeros, which take less room than the
+			// frame they replace.
+			content := append(textish(3, raw/2), make([]byte, raw-raw/2+extra)...)
+			var frame []byte
+			if sized {
+				frame = enc.EncodeAll(content, nil)
+			} else {
+				// A streamed frame leaves its content size out.
+				var w bytes.Buffer
+				enc.Reset(&w)
+				_, err := enc.Write(content)
+				must(t, err)
+				must(t, enc.Close())
+				frame = w.Bytes()
+			}
+			data := bytes.Clone(clean)
+			if end := frames[0].Off + uint64(len(frame)); end > ft.IndexOff || end > ft.StringsOff || end > ft.FramesOff {
+				t.Fatalf("frame of %d bytes runs into the tables", len(frame))
+			}
+			copy(data[frames[0].Off:], frame)
+			e := data[ft.FramesOff:]
+			binary.LittleEndian.PutUint32(e[16:], uint32(len(frame)))
+			binary.LittleEndian.PutUint32(e[20:], crc32.Checksum(frame, packformat.Castagnoli))
+			data = fixCRC(data)
+			path := filepath.Join(t.TempDir(), "p.pack")
+			must(t, os.WriteFile(path, data, 0o600))
+			for _, mapped := range []bool{false, true} {
+				var r *packreader.Reader
+				if mapped {
+					r, err = packreader.Open(path)
+				} else {
+					r, err = packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)))
+				}
+				must(t, err)
+				if extra == 0 {
+					// The frame of the right size: the edit is sound.
+					if got, err := r.ReadFile("f"); err != nil || !bytes.Equal(got, content) {
+						t.Fatalf("the frame replaced by one of its size: %v", err)
+					}
+					r.Close()
+					continue
+				}
+				if _, err := r.ReadFile("f"); !errors.Is(err, packreader.ErrCorrupt) {
+					t.Errorf("%+d bytes, size in header %v, mapped %v: ReadFile: %v, want ErrCorrupt", extra, sized, mapped, err)
+				}
+				if err := r.Verify(); !errors.Is(err, packreader.ErrCorrupt) {
+					t.Errorf("%+d bytes, size in header %v, mapped %v: Verify: %v, want ErrCorrupt", extra, sized, mapped, err)
+				}
+				r.Close()
+			}
+		}
+	}
+}
+
 // TestIssue16SharedFrames: small files compress together: a thousand
 // files of 100 bytes take a couple of frames, not a thousand, and a frame
 // that does not shrink is stored raw.
