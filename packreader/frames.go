@@ -24,7 +24,8 @@ import (
 //   - a zstd frame is checked and decompressed into a buffer of its raw
 //     size, which the frame table records and the decoder may not exceed,
 //     undone from its filter if it names one (x86filter, in place), and
-//     kept in a bounded cache shared by the Reader's readers.
+//     kept in a bounded cache shared by the Reader's readers, whose
+//     buffers go to framePools when it drops them.
 //
 // So the first byte of a large file costs one frame, never the whole
 // content, and Verify still checks every frame.

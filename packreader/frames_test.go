@@ -488,3 +488,103 @@ func TestIssue16SeekData(t *testing.T) {
 		t.Errorf("SEEK_HOLE in a file without holes: %d, %v", got, err)
 	}
 }
+
+// checkingWriter compares what it is given with want, calling each (if
+// set) before it looks at the bytes of each Write.
+type checkingWriter struct {
+	want []byte
+	off  int
+	each func()
+	bad  bool
+}
+
+func (w *checkingWriter) Write(p []byte) (int, error) {
+	if w.each != nil {
+		w.each()
+	}
+	if !bytes.Equal(p, w.want[w.off:w.off+len(p)]) {
+		w.bad = true
+	}
+	w.off += len(p)
+	return len(p), nil
+}
+
+// TestIssue16WriteToInPlace: WriteTo gives w the bytes of decompressed
+// frames where they lie in the cache. They must stay what they are while
+// w runs: with other reads evicting them from a cache of two frames, and
+// with the Reader closed and another one reading the same pack, whose
+// frames take buffers the closed one gave up.
+func TestIssue16WriteToInPlace(t *testing.T) {
+	big := textish(8, 12*packformat.ZstdFrameSize+999)
+	path := filepath.Join(t.TempDir(), "p.pack")
+	f, err := os.Create(path)
+	must(t, err)
+	must(t, packwriter.Write(f, fstest.MapFS{"big": {Data: big}}, packwriter.WithCompression(3)))
+	must(t, f.Close())
+	// Another pack, of other bytes.
+	otherBig := textish(9, len(big))
+	otherPath := filepath.Join(t.TempDir(), "q.pack")
+	f, err = os.Create(otherPath)
+	must(t, err)
+	must(t, packwriter.Write(f, fstest.MapFS{"big": {Data: otherBig}}, packwriter.WithCompression(3)))
+	must(t, f.Close())
+	t.Run("evicted", func(t *testing.T) {
+		r, err := packreader.Open(path, packreader.WithCacheSize(2*packformat.ZstdFrameSize))
+		must(t, err)
+		defer r.Close()
+		h, err := r.Open("big")
+		must(t, err)
+		defer h.Close()
+		other, err := r.Open("big")
+		must(t, err)
+		defer other.Close()
+		rng := rand.New(rand.NewPCG(1, 2))
+		buf := make([]byte, 300<<10)
+		w := &checkingWriter{want: big, each: func() {
+			// Touch three frames elsewhere: the cache holds two.
+			for range 3 {
+				off := rng.Int64N(int64(len(big)))
+				n, _ := other.(io.ReaderAt).ReadAt(buf, off)
+				if !bytes.Equal(buf[:n], big[off:off+int64(n)]) {
+					t.Errorf("ReadAt %d: wrong bytes", off)
+				}
+			}
+		}}
+		n, err := h.(io.WriterTo).WriteTo(w)
+		if err != nil || n != int64(len(big)) || w.bad {
+			t.Errorf("WriteTo: %d bytes, %v, wrong bytes %v", n, err, w.bad)
+		}
+	})
+	t.Run("closed", func(t *testing.T) {
+		r, err := packreader.Open(path)
+		must(t, err)
+		h, err := r.Open("big")
+		must(t, err)
+		closed := false
+		w := &checkingWriter{want: big}
+		w.each = func() {
+			if closed {
+				return
+			}
+			// While w holds the first frame, the Reader closes and
+			// another one reads a whole pack of other bytes: the bytes
+			// w was given must not change under it.
+			closed = true
+			must(t, r.Close())
+			r2, err := packreader.Open(otherPath)
+			must(t, err)
+			defer r2.Close()
+			got, err := r2.ReadFile("big")
+			if err != nil || !bytes.Equal(got, otherBig) {
+				t.Errorf("ReadFile from a second Reader: %v", err)
+			}
+		}
+		n, err := h.(io.WriterTo).WriteTo(w)
+		if w.bad {
+			t.Errorf("WriteTo gave w bytes that changed under it (%d bytes, %v)", n, err)
+		}
+		if !errors.Is(err, os.ErrClosed) {
+			t.Errorf("WriteTo after Close: %d bytes, %v, want ErrClosed", n, err)
+		}
+	})
+}
