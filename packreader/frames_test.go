@@ -588,3 +588,74 @@ func TestIssue16WriteToInPlace(t *testing.T) {
 		}
 	})
 }
+
+// TestIssue16ParallelReadFile: ReadFile of a large compressed file
+// decompresses its frames on several goroutines. The copy is the
+// content's, for one with holes after another file's frame; a damaged frame fails it with ErrCorrupt; a mapped pack
+// truncated under it fails it with ErrChanged, on whichever goroutine
+// touched the lost page, without killing the process.
+func TestIssue16ParallelReadFile(t *testing.T) {
+	const frame = packformat.ZstdFrameSize
+	big := textish(10, 9*frame+12345)
+	clear(big[3*frame : 5*frame+7]) // two whole frames of zeros: holes
+	tree := fstest.MapFS{
+		"a-small": {Data: textish(11, 3000)},
+		"big":     {Data: big},
+	}
+	path := filepath.Join(t.TempDir(), "p.pack")
+	must(t, packwriter.WriteFile(path, tree, packwriter.WithCompression(3)))
+	data, err := os.ReadFile(path)
+	must(t, err)
+	_, frames := framesOf(t, data)
+	holes := 0
+	for _, f := range frames {
+		if f.Stored == 0 && f.Pos < frames[len(frames)-1].Pos {
+			holes++
+		}
+	}
+	if holes == 0 {
+		t.Fatal("no hole in the pack")
+	}
+	for _, mapped := range []bool{false, true} {
+		var r *packreader.Reader
+		if mapped {
+			r, err = packreader.Open(path, packreader.WithCacheSize(0))
+		} else {
+			r, err = packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)), packreader.WithCacheSize(0))
+		}
+		must(t, err)
+		for range 3 {
+			got, err := r.ReadFile("big")
+			if err != nil || !bytes.Equal(got, big) {
+				t.Fatalf("mapped %v: ReadFile: %v, equal %v", mapped, err, bytes.Equal(got, big))
+			}
+		}
+		must(t, r.Close())
+	}
+	// A damaged frame in the middle of the content.
+	bad := bytes.Clone(data)
+	for k, f := range frames {
+		if k > 6 && f.Stored != 0 && f.Stored != uint32(frames[k+1].Pos-f.Pos) {
+			bad[f.Off+5] ^= 0x40
+			break
+		}
+	}
+	r, err := packreader.OpenReaderAt(bytes.NewReader(bad), int64(len(bad)))
+	must(t, err)
+	if _, err := r.ReadFile("big"); !errors.Is(err, packreader.ErrCorrupt) {
+		t.Errorf("ReadFile over a damaged frame: %v, want ErrCorrupt", err)
+	}
+	r.Close()
+	// Truncated while mapped, past the first frame of big.
+	r, err = packreader.Open(path, packreader.WithCacheSize(0))
+	must(t, err)
+	defer r.Close()
+	// A first read loads the tables: the goroutines then fault on the
+	// frames' stored bytes.
+	_, err = r.ReadFile("big")
+	must(t, err)
+	must(t, os.Truncate(path, int64(frames[2].Off)))
+	if _, err := r.ReadFile("big"); !errors.Is(err, packreader.ErrChanged) {
+		t.Errorf("ReadFile of a truncated pack: %v, want ErrChanged", err)
+	}
+}

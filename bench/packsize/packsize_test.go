@@ -356,8 +356,9 @@ func BenchmarkRandomRead(b *testing.B) {
 	}
 }
 
-// BenchmarkSeqRead reads the 64 MiB file whole, from a Reader opened
-// once.
+// BenchmarkSeqRead reads the 64 MiB file whole (WriteTo), from a Reader
+// opened once, and from the compressed pack cold, through WriteTo and
+// through ReadFile.
 func BenchmarkSeqRead(b *testing.B) {
 	f := getReadFixture(b)
 	for _, p := range []struct{ name, path string }{{"pack", f.bigRaw}, {"pack-zstd", f.bigZstd}} {
@@ -400,6 +401,22 @@ func BenchmarkSeqRead(b *testing.B) {
 				b.Fatal(err)
 			}
 			h.Close()
+			r.Close()
+		}
+		cpu.report(b, 1, "op")
+	})
+	// Cold, through ReadFile: a copy of the whole file.
+	b.Run("backend=pack-zstd-cold-ReadFile", func(b *testing.B) {
+		b.SetBytes(64 << 20)
+		cpu := startCPU()
+		for b.Loop() {
+			r, err := packreader.Open(f.bigZstd)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := r.ReadFile("big"); err != nil {
+				b.Fatal(err)
+			}
 			r.Close()
 		}
 		cpu.report(b, 1, "op")
