@@ -43,10 +43,11 @@
 // format 2 does.
 //
 // Read and ReadAt of a compressed file decompress on the caller's
-// goroutine, a frame at a time, and copy from the cache. WriteTo (which
-// io.Copy uses) decompresses the frames ahead on GOMAXPROCS goroutines
-// and hands w the decompressed bytes where they lie in the cache, without
-// a copy. Frame buffers outlive their Reader in process-wide pools (which
+// goroutine, a frame at a time, and copy from the cache. ReadFile of a
+// compressed file over two frames decompresses them on GOMAXPROCS
+// goroutines; so does WriteTo (which io.Copy uses), ahead of what it
+// writes, and it hands w the decompressed bytes where they lie in the
+// cache, without a copy. Frame buffers outlive their Reader in process-wide pools (which
 // the garbage collector empties), so that the next Reader's frames land
 // in memory already touched: on the test machine a fresh page cost about
 // as much to fault in as its bytes took to decompress. The FileInfo of a format-3 entry has a [*Sys]: owner
