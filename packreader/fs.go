@@ -166,16 +166,27 @@ func (r *Reader) readFile3(name string, rc packformat.Record) ([]byte, error) {
 // compressed file is decompressed on every core. The caller holds r.mu
 // (for reading) until it returns, which is after every goroutine ended.
 func (r *Reader) readParallel(name string, b []byte, rc packformat.Record) error {
+	// The frames from the first byte's to the last byte's, which must
+	// hold it: the goroutines read those and no others.
+	end := rc.Off + rc.Size
 	first, err := r.findFrame(rc, rc.Off)
 	if err != nil {
 		return pathErr("read", name, err)
 	}
-	end := rc.Off + rc.Size
+	last, err := r.findFrame(rc, end-1)
+	if err != nil {
+		return pathErr("read", name, err)
+	}
+	if f, raw, err := r.frame(last); err != nil {
+		return pathErr("read", name, err)
+	} else if end-1 < f.Pos || end-1-f.Pos >= raw {
+		return pathErr("read", name, corrupt("frame %d does not hold stream byte %d", last, end-1))
+	}
 	var next atomic.Uint64
 	var stop atomic.Bool
 	errs := make([]error, runtime.GOMAXPROCS(0))
 	work := func(k int) {
-		errs[k] = r.readFrames(name, b, rc, first, end, &next, &stop)
+		errs[k] = r.readFrames(name, b, rc, first, last, &next, &stop)
 		if errs[k] != nil {
 			stop.Store(true)
 		}
@@ -194,27 +205,23 @@ func (r *Reader) readParallel(name string, b []byte, rc packformat.Record) error
 	return nil
 }
 
-// readFrames is a goroutine of readParallel: it reads frames first+k
-// into b for the k it takes from next, until they pass end or stop is
-// set.
-func (r *Reader) readFrames(name string, b []byte, rc packformat.Record, first, end uint64, next *atomic.Uint64, stop *atomic.Bool) (err error) {
+// readFrames is a goroutine of readParallel: it reads frame first+k into
+// b for each k it takes from next, up to frame last, until stop is set.
+func (r *Reader) readFrames(name string, b []byte, rc packformat.Record, first, last uint64, next *atomic.Uint64, stop *atomic.Bool) (err error) {
 	g := r.armFault()
 	defer r.disarmFault("read", name, g, &err)
+	end := rc.Off + rc.Size
 	for !stop.Load() {
 		i := first + next.Add(1) - 1
-		if i+1 >= r.footer.FrameCount {
-			// Past the last frame: the content must have ended.
-			if end > r.footer.Stream {
-				return pathErr("read", name, corrupt("content ends at %d, past the stream's %d", end, r.footer.Stream))
-			}
+		if i > last {
 			return nil
 		}
 		f, raw, err := r.frame(i)
 		if err != nil {
 			return pathErr("read", name, err)
 		}
-		if f.Pos >= end {
-			return nil
+		if f.Pos+raw <= rc.Off || f.Pos >= end {
+			return pathErr("read", name, corrupt("frame %d holds no byte of the content", i))
 		}
 		lo, hi := max(f.Pos, rc.Off), min(f.Pos+raw, end)
 		at := frameAt{i: i, f: f, raw: raw, valid: true}
