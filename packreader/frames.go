@@ -447,9 +447,12 @@ const decodeSlack = 16
 
 // framePools keep, by power of two, the frame buffers Readers dropped (at
 // Close, or past their cache's spares), for the next Reader's frames:
-// memory the process touched already. A fresh buffer costs a page fault
-// per 4 KiB on its first touch, which measured about 2.8 ms per MiB on
-// the test machine, more than decompressing the frame took. The garbage
+// memory the process touched already, which needs neither the clearing
+// of a new allocation nor, where the heap takes new memory from the
+// system, a page fault per 4 KiB on first touch (about 2.8 ms per MiB on
+// the test machine, more than decompressing the frame takes). Beside the
+// decoder's slack, their own gain was too small to tell apart from the
+// noise of a loaded machine (bench/packsize, SeqRead cold). The garbage
 // collector empties them as it does any sync.Pool.
 var framePools [bits.UintSize]sync.Pool
 
