@@ -33,13 +33,24 @@
 // # Versions, compression, holes, owners
 //
 // Open reads format 2 and format 3 packs; [Reader.Version] says which.
-// Format 3 stores contents in frames of 64 KiB, each with its CRC-32C,
-// raw or zstd-compressed ([Reader.Compressed]; packwriter.WithCompression),
-// or as holes that read as zeros and take no storage. A read decompresses
+// Format 3 stores contents in frames (64 KiB in an uncompressed pack,
+// 1 MiB in a compressed one), each with its CRC-32C, raw or
+// zstd-compressed ([Reader.Compressed]; packwriter.WithCompression), or
+// as holes that read as zeros and take no storage. A read decompresses
 // and checks only the frames it touches, through a bounded cache of
 // decompressed frames shared by the Reader's readers ([WithCacheSize]).
 // Uncompressed format-3 packs read from the mapping without a copy, as
-// format 2 does. The FileInfo of a format-3 entry has a [*Sys]: owner
+// format 2 does.
+//
+// Read and ReadAt of a compressed file decompress on the caller's
+// goroutine, a frame at a time, and copy from the cache. ReadFile of a
+// compressed file over two frames decompresses them on GOMAXPROCS
+// goroutines; so does WriteTo (which io.Copy uses), ahead of what it
+// writes, and it hands w the decompressed bytes where they lie in the
+// cache, without a copy. Frame buffers outlive their Reader in process-wide pools (which
+// the garbage collector empties), so that the next Reader's frames land
+// in memory already touched: on the test machine a fresh page cost about
+// as much to fault in as its bytes took to decompress. The FileInfo of a format-3 entry has a [*Sys]: owner
 // (ids, and names where the pack records them), inode number and link
 // count (entries that were hard links to one
 // file share an inode). Files' Seek takes [SeekData] and [SeekHole], as
@@ -107,4 +118,7 @@
 //     until Close, in a buffer of their raw size.
 //   - FileInfo.Sys decodes the entry's owner and inode when called, and
 //     returns nil after Close.
+//   - WriteTo of a compressed file hands w the cache's own bytes: a w
+//     that breaks io.Writer's contract by changing them changes what
+//     later reads of those frames return.
 package packreader

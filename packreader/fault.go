@@ -89,6 +89,37 @@ func (r *Reader) runlock(op, name string, g guard, err *error) {
 	*err = pathErr(op, name, &changedError{off: off, size: size})
 }
 
+// armFault arms panic on fault for a goroutine that reads the mapping
+// under a read lock another goroutine holds and keeps until this one
+// ends (readParallel's). The goroutine must defer
+// r.disarmFault(op, name, g, &err), err being its error.
+func (r *Reader) armFault() guard {
+	if r.mapped == nil {
+		return unarmed
+	}
+	if debug.SetPanicOnFault(true) {
+		return wasArmed
+	}
+	return armed
+}
+
+// disarmFault is runlock without the unlock, for armFault.
+func (r *Reader) disarmFault(op, name string, g guard, err *error) {
+	if g == unarmed {
+		return
+	}
+	debug.SetPanicOnFault(g == wasArmed)
+	e := recover()
+	if e == nil {
+		return
+	}
+	off, ok := r.faultOffset(e)
+	if !ok {
+		panic(e)
+	}
+	*err = pathErr(op, name, &changedError{off: off, size: uintptr(len(r.mapped))})
+}
+
 // faultOffset returns where in the mapping the fault e, recovered from a
 // panic, happened: a runtime.Error with an Addr method (what a fault
 // under debug.SetPanicOnFault raises) at an address inside the mapping.

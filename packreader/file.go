@@ -234,17 +234,25 @@ func (f *file) WriteTo(w io.Writer) (int64, error) {
 }
 
 // writeToParallel is WriteTo for a compressed content: frames are
-// decompressed on as many goroutines as GOMAXPROCS, a frame's worth at a
-// time, ahead of what is written to w, in order. The caller holds f.mu;
+// decompressed on as many goroutines as GOMAXPROCS, a frame at a time
+// (a chunk of at most a frame's size, which ends where a frame does, so
+// that no two goroutines decompress one frame), ahead of what is written
+// to w, in order. The caller holds f.mu;
 // each read takes the Reader's lock itself, and none is held while w
 // runs. Every read has ended when it returns.
+//
+// What a zstd frame decompresses to is given to w where it lies, in the
+// cache, without a copy (a reference keeps its buffer from reuse until w
+// returns; io.Writer's contract keeps w from changing it, as for
+// bytes.Reader's WriteTo); other bytes, raw frames (the mapping may go
+// away with the lock) and holes, are copied into a buffer of the chunk's.
 func (f *file) writeToParallel(w io.Writer) (int64, error) {
 	const chunk = packformat.ZstdFrameSize
 	type result struct {
-		buf  []byte
-		n    int
-		err  error
-		done chan struct{}
+		buf   []byte
+		parts []viewPart
+		err   error
+		done  chan struct{}
 	}
 	size := int64(f.size())
 	next := f.pos
@@ -252,16 +260,26 @@ func (f *file) writeToParallel(w io.Writer) (int64, error) {
 	submit := func(buf []byte) {
 		r := &result{buf: buf, done: make(chan struct{})}
 		off := next
-		next += chunk
+		next = min(f.frameEnd(off), off+chunk)
+		b := r.buf[:next-off]
 		go func() {
-			r.n, r.err = f.readAtHint("read", r.buf, off, nil)
+			r.parts, r.err = f.view(r.parts[:0], off, b)
 			close(r.done)
 		}()
 		queue = append(queue, r)
 	}
+	release := func(r *result) {
+		for k, p := range r.parts {
+			if p.e != nil {
+				p.e.release()
+			}
+			r.parts[k] = viewPart{}
+		}
+	}
 	drain := func() {
 		for _, r := range queue {
 			<-r.done
+			release(r)
 		}
 	}
 	for next < size && len(queue) <= runtime.GOMAXPROCS(0) {
@@ -272,18 +290,20 @@ func (f *file) writeToParallel(w io.Writer) (int64, error) {
 		r := queue[0]
 		queue = queue[1:]
 		<-r.done
-		if r.n > 0 {
-			m, werr := w.Write(r.buf[:r.n])
+		for _, p := range r.parts {
+			m, werr := w.Write(p.b)
 			f.pos += int64(m)
 			total += int64(m)
-			if werr == nil && m < r.n {
+			if werr == nil && m < len(p.b) {
 				werr = io.ErrShortWrite
 			}
 			if werr != nil {
+				release(r)
 				drain()
 				return total, werr
 			}
 		}
+		release(r)
 		if r.err != nil && r.err != io.EOF {
 			drain()
 			return total, r.err
@@ -293,6 +313,98 @@ func (f *file) writeToParallel(w io.Writer) (int64, error) {
 		}
 	}
 	return total, nil
+}
+
+// viewPart is a stretch of a content that view found: bytes of the cache
+// entry e (referenced once for the caller), or of view's buffer (e nil).
+type viewPart struct {
+	b []byte
+	e *cacheEntry
+}
+
+// view appends to parts the bytes of the content from off, len(buf) of
+// them or up to its end: those of zstd frames in place in the cache,
+// others copied into buf, at their offset in it. An error ends the parts
+// at the byte it happened at. The caller holds f.mu.
+func (f *file) view(parts []viewPart, off int64, buf []byte) ([]viewPart, error) {
+	size := int64(f.size())
+	end := min(off+int64(len(buf)), size)
+	for k := off; k < end; {
+		b, e := f.cached(k, end-k)
+		if e == nil {
+			// Up to the next frame: a frame the cache may hold, or
+			// the end.
+			n := min(f.frameEnd(k), end) - k
+			b = buf[k-off : k-off+n]
+			m, err := f.readAtHint("read", b, k, nil)
+			if m > 0 {
+				parts = append(parts, viewPart{b: b[:m]})
+			}
+			if err != nil {
+				return parts, err
+			}
+			if m == 0 {
+				return parts, io.ErrNoProgress
+			}
+			b = b[:m]
+		} else {
+			parts = append(parts, viewPart{b: b, e: e})
+		}
+		k += int64(len(b))
+	}
+	return parts, nil
+}
+
+// cached returns the bytes of the content from off, at most n of them
+// and in one frame, if they are in a zstd frame: from the cache (which
+// decompresses the frame if it must), with the entry the caller must
+// release. It returns a nil entry otherwise, and where any check fails,
+// for readAtHint to redo and report. The caller holds f.mu.
+func (f *file) cached(off, n int64) (_ []byte, _ *cacheEntry) {
+	r := f.r
+	g, err := r.rlock("read", f.name)
+	if err != nil {
+		return nil, nil
+	}
+	defer r.runlock("read", f.name, g, &err)
+	pos := f.rc.Off + uint64(off)
+	i, err := r.findFrame(f.rc, pos)
+	if err != nil {
+		return nil, nil
+	}
+	fr, raw, err := r.frame(i)
+	if err != nil || fr.Stored == 0 || uint64(fr.Stored) == raw || pos < fr.Pos || pos-fr.Pos >= raw {
+		return nil, nil
+	}
+	b, e, err := r.frameBytes(i, fr, raw)
+	if err != nil || e == nil {
+		return nil, nil
+	}
+	in := pos - fr.Pos
+	return b[in : in+min(raw-in, uint64(n))], e
+}
+
+// frameEnd returns the offset in the content where the frame holding
+// off ends, or the content's size if that cannot be told. The caller
+// holds f.mu.
+func (f *file) frameEnd(off int64) int64 {
+	r := f.r
+	size := int64(f.size())
+	g, err := r.rlock("read", f.name)
+	if err != nil {
+		return size
+	}
+	defer r.runlock("read", f.name, g, &err)
+	pos := f.rc.Off + uint64(off)
+	i, err := r.findFrame(f.rc, pos)
+	if err != nil {
+		return size
+	}
+	fr, raw, err := r.frame(i)
+	if err != nil || pos < fr.Pos || pos-fr.Pos >= raw {
+		return size
+	}
+	return min(int64(fr.Pos+raw-f.rc.Off), size)
 }
 
 func (f *file) ReadDir(n int) (_ []fs.DirEntry, err error) {

@@ -24,7 +24,8 @@ import (
 //   - a zstd frame is checked and decompressed into a buffer of its raw
 //     size, which the frame table records and the decoder may not exceed,
 //     undone from its filter if it names one (x86filter, in place), and
-//     kept in a bounded cache shared by the Reader's readers.
+//     kept in a bounded cache shared by the Reader's readers, whose
+//     buffers go to framePools when it drops them.
 //
 // So the first byte of a large file costs one frame, never the whole
 // content, and Verify still checks every frame.
@@ -362,7 +363,7 @@ func (r *Reader) loadFrame(i uint64, f packformat.Frame, raw uint64, buf []byte)
 	if err != nil {
 		return nil, corrupt("frame %d: %v", i, err)
 	}
-	out, err := d.DecodeAll(stored, buf[:0:raw])
+	out, err := d.DecodeAll(stored, buf[:0:min(uint64(cap(buf)), raw+decodeSlack)])
 	if err != nil || uint64(len(out)) != raw {
 		return nil, corrupt("frame %d: bad zstd frame (%d of %d bytes): %v", i, len(out), raw, err)
 	}
@@ -434,11 +435,61 @@ func (r *Reader) contiguous(rc packformat.Record) (_ []byte, ok bool, err error)
 	return r.mapped[start : start+rc.Size : start+rc.Size], true, nil
 }
 
+// decodeSlack is the room a frame buffer has past its frame's raw size.
+// With 16 bytes to spare (zstd's compressedBlockOverAlloc), the decoder
+// copies literals and matches 16 bytes at a time, which may write up to
+// 15 bytes past their end; without it, it takes byte-exact copies, which
+// measured 5% more instructions on the frames of bench/packsize's 64 MiB
+// file. The decoder may fill the slack (WithDecodeAllCapLimit bounds it
+// by the capacity it is given), but a frame that decodes to more than its
+// raw size is corrupt all the same.
+const decodeSlack = 16
+
+// framePools keep, by power of two, the frame buffers Readers dropped (at
+// Close, or past their cache's spares), for the next Reader's frames:
+// memory the process touched already, which needs neither the clearing
+// of a new allocation nor, where the heap takes new memory from the
+// system, a page fault per 4 KiB on first touch (about 2.8 ms per MiB on
+// the test machine, more than decompressing the frame takes). Beside the
+// decoder's slack, their own gain was too small to tell apart from the
+// noise of a loaded machine (bench/packsize, SeqRead cold). The garbage
+// collector empties them as it does any sync.Pool.
+var framePools [bits.UintSize]sync.Pool
+
+// bufferSize returns the size class of a frame of raw size n: n rounded
+// up to a power of two (at least 4 KiB), so that a buffer fits the
+// frames of about its size that come after it.
+func bufferSize(n int) int { return max(4<<10, 1<<bits.Len(uint(n-1))) }
+
+// poolBuffer returns a buffer of size class size from framePools, or nil.
+func poolBuffer(size int) []byte {
+	if p, ok := framePools[bits.Len(uint(size))].Get().(*[]byte); ok {
+		return (*p)[:0]
+	}
+	return nil
+}
+
+// dropBuffer gives b to framePools if it is a buffer of one of their
+// classes (frameCache.buffer's); other buffers are left to the garbage
+// collector.
+func dropBuffer(b []byte) {
+	size := cap(b) - decodeSlack
+	if size < 4<<10 || size&(size-1) != 0 {
+		return
+	}
+	b = b[:0]
+	framePools[bits.Len(uint(size))].Put(&b)
+}
+
+// cost is what b counts for against a cache's bound: its capacity
+// without the decoder's slack.
+func cost(b []byte) int64 { return int64(max(len(b), cap(b)-decodeSlack)) }
+
 // frameCache keeps decompressed frames, up to a bound in bytes, evicting
 // by CLOCK (a frame read since the hand last passed gets a second
 // chance). Buffers of evicted frames are reused for the next ones, so a
 // walk of a whole compressed pack allocates about the cache's bound, not
-// the pack's raw size. Entries are reference-counted: a buffer is reused
+// the pack's raw size; those it drops go to framePools. Entries are reference-counted: a buffer is reused
 // only once no read is copying from it.
 type frameCache struct {
 	mu    sync.Mutex
@@ -474,11 +525,11 @@ func (c *frameCache) get(i uint32) *cacheEntry {
 	return e
 }
 
-// buffer returns a buffer of capacity n or more.
+// buffer returns a buffer of capacity n+decodeSlack or more.
 func (c *frameCache) buffer(n int) []byte {
 	c.mu.Lock()
 	for k := len(c.spare) - 1; k >= 0; k-- {
-		if b := c.spare[k]; cap(b) >= n {
+		if b := c.spare[k]; cap(b) >= n+decodeSlack {
 			c.spare[k] = c.spare[len(c.spare)-1]
 			c.spare = c.spare[:len(c.spare)-1]
 			c.mu.Unlock()
@@ -486,9 +537,11 @@ func (c *frameCache) buffer(n int) []byte {
 		}
 	}
 	c.mu.Unlock()
-	// Rounded up to a power of two, so that a buffer fits the frames of
-	// about its size that come after it.
-	return make([]byte, 0, max(4<<10, 1<<bits.Len(uint(n-1))))
+	size := bufferSize(n)
+	if b := poolBuffer(size); b != nil {
+		return b
+	}
+	return make([]byte, 0, size+decodeSlack)
 }
 
 // spares is how many free buffers the cache keeps.
@@ -497,9 +550,7 @@ func (c *frameCache) spares() int { return int(max(4, c.max/packformat.FrameSize
 func (c *frameCache) recycle(b []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.spare) < c.spares() {
-		c.spare = append(c.spare, b)
-	}
+	c.spareLocked(b)
 }
 
 // put caches b as frame i (unless another read did first, or the bound
@@ -513,7 +564,7 @@ func (c *frameCache) put(i uint32, b []byte) *cacheEntry {
 		return e
 	}
 	e := &cacheEntry{c: c, i: i, b: b, refs: 1}
-	size := int64(cap(b))
+	size := cost(b)
 	if size > c.max {
 		return e // not cached: released to the spares when done
 	}
@@ -543,7 +594,7 @@ func (c *frameCache) evictLocked() {
 		c.ring[last] = nil
 		c.ring = c.ring[:last]
 		delete(c.m, e.i)
-		c.used -= int64(cap(e.b))
+		c.used -= cost(e.b)
 		c.unrefLocked(e)
 		return
 	}
@@ -559,6 +610,8 @@ func (c *frameCache) unrefLocked(e *cacheEntry) {
 func (c *frameCache) spareLocked(b []byte) {
 	if len(c.spare) < c.spares() {
 		c.spare = append(c.spare, b)
+	} else {
+		dropBuffer(b)
 	}
 }
 
@@ -568,9 +621,21 @@ func (e *cacheEntry) release() {
 	e.c.mu.Unlock()
 }
 
+// clear drops every frame, giving to framePools the buffers no read is
+// copying from (a read that is will give its own to the cache's spares
+// once done) and the spares.
 func (c *frameCache) clear() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, e := range c.ring {
+		if e.refs--; e.refs == 0 {
+			dropBuffer(e.b)
+			e.b = nil
+		}
+	}
+	for _, b := range c.spare {
+		dropBuffer(b)
+	}
 	c.m = map[uint32]*cacheEntry{}
 	c.ring, c.spare, c.used = nil, nil, 0
 }

@@ -248,6 +248,76 @@ func TestIssue16CraftedFrameHeader(t *testing.T) {
 	}
 }
 
+// TestIssue16FrameOverrun: frame buffers have room past their frame
+// for the decoder's fastest copies, which it may fill: a zstd frame that
+// decodes to a few bytes more or fewer than the frame table records, with
+// its size in its header or without, is corrupt all the same, through a
+// mapping and through an io.ReaderAt, and in Verify.
+func TestIssue16FrameOverrun(t *testing.T) {
+	var buf bytes.Buffer
+	must(t, packwriter.Write(&buf, fstest.MapFS{"f": {Data: textish(3, 40000)}}, packwriter.WithCompression(3)))
+	clean, err := packformat.UnpackTables(buf.Bytes())
+	must(t, err)
+	ft, frames := framesOf(t, clean)
+	raw := int(frames[1].Pos - frames[0].Pos)
+	enc, err := zstd.NewWriter(nil)
+	must(t, err)
+	for _, extra := range []int{0, -1, 1, 8, 15, 16, 17, 4096} {
+		for _, sized := range []bool{true, false} {
+			// Half of text and zeros, which take less room than the
+			// frame they replace.
+			content := append(textish(3, raw/2), make([]byte, raw-raw/2+extra)...)
+			var frame []byte
+			if sized {
+				frame = enc.EncodeAll(content, nil)
+			} else {
+				// A streamed frame leaves its content size out.
+				var w bytes.Buffer
+				enc.Reset(&w)
+				_, err := enc.Write(content)
+				must(t, err)
+				must(t, enc.Close())
+				frame = w.Bytes()
+			}
+			data := bytes.Clone(clean)
+			if end := frames[0].Off + uint64(len(frame)); end > ft.IndexOff || end > ft.StringsOff || end > ft.FramesOff {
+				t.Fatalf("frame of %d bytes runs into the tables", len(frame))
+			}
+			copy(data[frames[0].Off:], frame)
+			e := data[ft.FramesOff:]
+			binary.LittleEndian.PutUint32(e[16:], uint32(len(frame)))
+			binary.LittleEndian.PutUint32(e[20:], crc32.Checksum(frame, packformat.Castagnoli))
+			data = fixCRC(data)
+			path := filepath.Join(t.TempDir(), "p.pack")
+			must(t, os.WriteFile(path, data, 0o600))
+			for _, mapped := range []bool{false, true} {
+				var r *packreader.Reader
+				if mapped {
+					r, err = packreader.Open(path)
+				} else {
+					r, err = packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)))
+				}
+				must(t, err)
+				if extra == 0 {
+					// The frame of the right size: the edit is sound.
+					if got, err := r.ReadFile("f"); err != nil || !bytes.Equal(got, content) {
+						t.Fatalf("the frame replaced by one of its size: %v", err)
+					}
+					r.Close()
+					continue
+				}
+				if _, err := r.ReadFile("f"); !errors.Is(err, packreader.ErrCorrupt) {
+					t.Errorf("%+d bytes, size in header %v, mapped %v: ReadFile: %v, want ErrCorrupt", extra, sized, mapped, err)
+				}
+				if err := r.Verify(); !errors.Is(err, packreader.ErrCorrupt) {
+					t.Errorf("%+d bytes, size in header %v, mapped %v: Verify: %v, want ErrCorrupt", extra, sized, mapped, err)
+				}
+				r.Close()
+			}
+		}
+	}
+}
+
 // TestIssue16SharedFrames: small files compress together: a thousand
 // files of 100 bytes take a couple of frames, not a thousand, and a frame
 // that does not shrink is stored raw.
@@ -416,5 +486,176 @@ func TestIssue16SeekData(t *testing.T) {
 	defer p.Close()
 	if got, err := p.(io.Seeker).Seek(1, packreader.SeekHole); got != 3 || err != nil {
 		t.Errorf("SEEK_HOLE in a file without holes: %d, %v", got, err)
+	}
+}
+
+// checkingWriter compares what it is given with want, calling each (if
+// set) before it looks at the bytes of each Write.
+type checkingWriter struct {
+	want []byte
+	off  int
+	each func()
+	bad  bool
+}
+
+func (w *checkingWriter) Write(p []byte) (int, error) {
+	if w.each != nil {
+		w.each()
+	}
+	if !bytes.Equal(p, w.want[w.off:w.off+len(p)]) {
+		w.bad = true
+	}
+	w.off += len(p)
+	return len(p), nil
+}
+
+// TestIssue16WriteToInPlace: WriteTo gives w the bytes of decompressed
+// frames where they lie in the cache. They must stay what they are while
+// w runs: with other reads evicting them from a cache of two frames, and
+// with the Reader closed and another one reading the same pack, whose
+// frames take buffers the closed one gave up.
+func TestIssue16WriteToInPlace(t *testing.T) {
+	big := textish(8, 12*packformat.ZstdFrameSize+999)
+	path := filepath.Join(t.TempDir(), "p.pack")
+	f, err := os.Create(path)
+	must(t, err)
+	must(t, packwriter.Write(f, fstest.MapFS{"big": {Data: big}}, packwriter.WithCompression(3)))
+	must(t, f.Close())
+	// Another pack, of other bytes.
+	otherBig := textish(9, len(big))
+	otherPath := filepath.Join(t.TempDir(), "q.pack")
+	f, err = os.Create(otherPath)
+	must(t, err)
+	must(t, packwriter.Write(f, fstest.MapFS{"big": {Data: otherBig}}, packwriter.WithCompression(3)))
+	must(t, f.Close())
+	t.Run("evicted", func(t *testing.T) {
+		r, err := packreader.Open(path, packreader.WithCacheSize(2*packformat.ZstdFrameSize))
+		must(t, err)
+		defer r.Close()
+		h, err := r.Open("big")
+		must(t, err)
+		defer h.Close()
+		other, err := r.Open("big")
+		must(t, err)
+		defer other.Close()
+		rng := rand.New(rand.NewPCG(1, 2))
+		buf := make([]byte, 300<<10)
+		w := &checkingWriter{want: big, each: func() {
+			// Touch three frames elsewhere: the cache holds two.
+			for range 3 {
+				off := rng.Int64N(int64(len(big)))
+				n, _ := other.(io.ReaderAt).ReadAt(buf, off)
+				if !bytes.Equal(buf[:n], big[off:off+int64(n)]) {
+					t.Errorf("ReadAt %d: wrong bytes", off)
+				}
+			}
+		}}
+		n, err := h.(io.WriterTo).WriteTo(w)
+		if err != nil || n != int64(len(big)) || w.bad {
+			t.Errorf("WriteTo: %d bytes, %v, wrong bytes %v", n, err, w.bad)
+		}
+	})
+	t.Run("closed", func(t *testing.T) {
+		r, err := packreader.Open(path)
+		must(t, err)
+		h, err := r.Open("big")
+		must(t, err)
+		closed := false
+		w := &checkingWriter{want: big}
+		w.each = func() {
+			if closed {
+				return
+			}
+			// While w holds the first frame, the Reader closes and
+			// another one reads a whole pack of other bytes: the bytes
+			// w was given must not change under it.
+			closed = true
+			must(t, r.Close())
+			r2, err := packreader.Open(otherPath)
+			must(t, err)
+			defer r2.Close()
+			got, err := r2.ReadFile("big")
+			if err != nil || !bytes.Equal(got, otherBig) {
+				t.Errorf("ReadFile from a second Reader: %v", err)
+			}
+		}
+		n, err := h.(io.WriterTo).WriteTo(w)
+		if w.bad {
+			t.Errorf("WriteTo gave w bytes that changed under it (%d bytes, %v)", n, err)
+		}
+		if !errors.Is(err, os.ErrClosed) {
+			t.Errorf("WriteTo after Close: %d bytes, %v, want ErrClosed", n, err)
+		}
+	})
+}
+
+// TestIssue16ParallelReadFile: ReadFile of a large compressed file
+// decompresses its frames on several goroutines. The copy is the
+// content's, for one with holes after another file's frame; a damaged frame fails it with ErrCorrupt; a mapped pack
+// truncated under it fails it with ErrChanged, on whichever goroutine
+// touched the lost page, without killing the process.
+func TestIssue16ParallelReadFile(t *testing.T) {
+	const frame = packformat.ZstdFrameSize
+	big := textish(10, 6*frame+12345)
+	clear(big[2*frame : 4*frame+7]) // two whole frames of zeros: holes
+	tree := fstest.MapFS{
+		"a-small": {Data: textish(11, 3000)},
+		"big":     {Data: big},
+	}
+	path := filepath.Join(t.TempDir(), "p.pack")
+	must(t, packwriter.WriteFile(path, tree, packwriter.WithCompression(3)))
+	data, err := os.ReadFile(path)
+	must(t, err)
+	_, frames := framesOf(t, data)
+	holes := 0
+	for _, f := range frames {
+		if f.Stored == 0 && f.Pos < frames[len(frames)-1].Pos {
+			holes++
+		}
+	}
+	if holes == 0 {
+		t.Fatal("no hole in the pack")
+	}
+	for _, mapped := range []bool{false, true} {
+		var r *packreader.Reader
+		if mapped {
+			r, err = packreader.Open(path, packreader.WithCacheSize(0))
+		} else {
+			r, err = packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)), packreader.WithCacheSize(0))
+		}
+		must(t, err)
+		for range 2 {
+			got, err := r.ReadFile("big")
+			if err != nil || !bytes.Equal(got, big) {
+				t.Fatalf("mapped %v: ReadFile: %v, equal %v", mapped, err, bytes.Equal(got, big))
+			}
+		}
+		must(t, r.Close())
+	}
+	// A damaged frame in the middle of the content.
+	bad := bytes.Clone(data)
+	for k, f := range frames {
+		if k > 4 && f.Stored != 0 && f.Stored != uint32(frames[k+1].Pos-f.Pos) {
+			bad[f.Off+5] ^= 0x40
+			break
+		}
+	}
+	r, err := packreader.OpenReaderAt(bytes.NewReader(bad), int64(len(bad)))
+	must(t, err)
+	if _, err := r.ReadFile("big"); !errors.Is(err, packreader.ErrCorrupt) {
+		t.Errorf("ReadFile over a damaged frame: %v, want ErrCorrupt", err)
+	}
+	r.Close()
+	// Truncated while mapped, past the first frame of big.
+	r, err = packreader.Open(path, packreader.WithCacheSize(0))
+	must(t, err)
+	defer r.Close()
+	// A first read loads the tables: the goroutines then fault on the
+	// frames' stored bytes.
+	_, err = r.ReadFile("big")
+	must(t, err)
+	must(t, os.Truncate(path, int64(frames[2].Off)))
+	if _, err := r.ReadFile("big"); !errors.Is(err, packreader.ErrChanged) {
+		t.Errorf("ReadFile of a truncated pack: %v, want ErrChanged", err)
 	}
 }

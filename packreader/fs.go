@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/packfs/packfs/internal/packformat"
@@ -146,10 +149,87 @@ func (r *Reader) readFile3(name string, rc packformat.Record) ([]byte, error) {
 		return nil, pathErr("read", name, err)
 	}
 	b := make([]byte, rc.Size)
+	if r.zstd && rc.Size > 2*packformat.ZstdFrameSize && runtime.GOMAXPROCS(0) > 1 {
+		if err := r.readParallel(name, b, rc); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
 	if err := r.readContent(b, rc, 0); err != nil {
 		return nil, pathErr("read", name, err)
 	}
 	return b, nil
+}
+
+// readParallel fills b with rc's whole content, as readContent does, on
+// GOMAXPROCS goroutines that take its frames in turn, so that a large
+// compressed file is decompressed on every core. The caller holds r.mu
+// (for reading) until it returns, which is after every goroutine ended.
+func (r *Reader) readParallel(name string, b []byte, rc packformat.Record) error {
+	// The frames from the first byte's to the last byte's, which must
+	// hold it: the goroutines read those and no others.
+	end := rc.Off + rc.Size
+	first, err := r.findFrame(rc, rc.Off)
+	if err != nil {
+		return pathErr("read", name, err)
+	}
+	last, err := r.findFrame(rc, end-1)
+	if err != nil {
+		return pathErr("read", name, err)
+	}
+	if f, raw, err := r.frame(last); err != nil {
+		return pathErr("read", name, err)
+	} else if end-1 < f.Pos || end-1-f.Pos >= raw {
+		return pathErr("read", name, corrupt("frame %d does not hold stream byte %d", last, end-1))
+	}
+	var next atomic.Uint64
+	var stop atomic.Bool
+	errs := make([]error, runtime.GOMAXPROCS(0))
+	work := func(k int) {
+		errs[k] = r.readFrames(name, b, rc, first, last, &next, &stop)
+		if errs[k] != nil {
+			stop.Store(true)
+		}
+	}
+	var wg sync.WaitGroup
+	for k := 1; k < len(errs); k++ {
+		wg.Go(func() { work(k) })
+	}
+	work(0)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readFrames is a goroutine of readParallel: it reads frame first+k into
+// b for each k it takes from next, up to frame last, until stop is set.
+func (r *Reader) readFrames(name string, b []byte, rc packformat.Record, first, last uint64, next *atomic.Uint64, stop *atomic.Bool) (err error) {
+	g := r.armFault()
+	defer r.disarmFault("read", name, g, &err)
+	end := rc.Off + rc.Size
+	for !stop.Load() {
+		i := first + next.Add(1) - 1
+		if i > last {
+			return nil
+		}
+		f, raw, err := r.frame(i)
+		if err != nil {
+			return pathErr("read", name, err)
+		}
+		if f.Pos+raw <= rc.Off || f.Pos >= end {
+			return pathErr("read", name, corrupt("frame %d holds no byte of the content", i))
+		}
+		lo, hi := max(f.Pos, rc.Off), min(f.Pos+raw, end)
+		at := frameAt{i: i, f: f, raw: raw, valid: true}
+		if err := r.readContentAt(b[lo-rc.Off:hi-rc.Off], rc, lo-rc.Off, &at); err != nil {
+			return pathErr("read", name, err)
+		}
+	}
+	return nil
 }
 
 // fileRecord resolves name for reading its content: the record, or empty

@@ -50,7 +50,7 @@ func (r *Reader) verify3(files []fileCheck) error {
 		}
 		pos = f.Off + uint64(f.Stored)
 		if uint64(cap(scratch)) < raw {
-			scratch = make([]byte, 0, raw)
+			scratch = make([]byte, 0, raw+decodeSlack)
 		}
 		if _, err := r.loadFrame(i, f, raw, scratch); err != nil {
 			return err

@@ -18,7 +18,10 @@
 //     uncompressed pack and a Deflate zip;
 //   - SeqRead: a 64 MiB file read whole (WriteTo) from each pack, and
 //     from the compressed one cold (a fresh Reader each time, so that
-//     every frame is decompressed);
+//     every frame is decompressed), through WriteTo and ReadFile;
+//   - SeqReadCeiling: the zstd decoder alone on the same frames, on one
+//     goroutine and on GOMAXPROCS: what the cold read is measured
+//     against;
 //   - SeqReadExecutable: the go command's executable read whole from a
 //     compressed pack, whose frames went through the x86 filter;
 //   - FirstByte: open the pack, open the 64 MiB file, read its first

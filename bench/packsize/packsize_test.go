@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/packfs/packfs/packreader"
 	"github.com/packfs/packfs/packwriter"
 )
@@ -355,8 +356,9 @@ func BenchmarkRandomRead(b *testing.B) {
 	}
 }
 
-// BenchmarkSeqRead reads the 64 MiB file whole, from a Reader opened
-// once.
+// BenchmarkSeqRead reads the 64 MiB file whole (WriteTo), from a Reader
+// opened once, and from the compressed pack cold, through WriteTo and
+// through ReadFile.
 func BenchmarkSeqRead(b *testing.B) {
 	f := getReadFixture(b)
 	for _, p := range []struct{ name, path string }{{"pack", f.bigRaw}, {"pack-zstd", f.bigZstd}} {
@@ -367,6 +369,7 @@ func BenchmarkSeqRead(b *testing.B) {
 			}
 			defer r.Close()
 			b.SetBytes(64 << 20)
+			cpu := startCPU()
 			for b.Loop() {
 				h, err := r.Open("big")
 				if err != nil {
@@ -377,12 +380,14 @@ func BenchmarkSeqRead(b *testing.B) {
 				}
 				h.Close()
 			}
+			cpu.report(b, 1, "op")
 		})
 	}
 	// Cold: a fresh Reader each time, so that every frame is decompressed
 	// (the default cache holds the whole file after one pass).
 	b.Run("backend=pack-zstd-cold", func(b *testing.B) {
 		b.SetBytes(64 << 20)
+		cpu := startCPU()
 		for b.Loop() {
 			r, err := packreader.Open(f.bigZstd)
 			if err != nil {
@@ -398,7 +403,84 @@ func BenchmarkSeqRead(b *testing.B) {
 			h.Close()
 			r.Close()
 		}
+		cpu.report(b, 1, "op")
 	})
+	// Cold, through ReadFile: a copy of the whole file.
+	b.Run("backend=pack-zstd-cold-ReadFile", func(b *testing.B) {
+		b.SetBytes(64 << 20)
+		cpu := startCPU()
+		for b.Loop() {
+			r, err := packreader.Open(f.bigZstd)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := r.ReadFile("big"); err != nil {
+				b.Fatal(err)
+			}
+			r.Close()
+		}
+		cpu.report(b, 1, "op")
+	})
+}
+
+// BenchmarkSeqReadCeiling is what SeqRead's cold read is measured
+// against: the zstd decoder alone on the 64 MiB file's frames, cut and
+// compressed as the pack's writer does (1 MiB frames, level 3), decoded
+// with DecodeAll into buffers reused from one frame to the next, by one
+// goroutine and by GOMAXPROCS of them (each its own decoder, a frame at
+// a time), with nothing else: no check, no cache, no copy.
+func BenchmarkSeqReadCeiling(b *testing.B) {
+	f := getReadFixture(b)
+	r, err := packreader.Open(f.bigRaw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, err := fs.ReadFile(r, "big")
+	r.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.EncoderLevelFromZstd(3)), zstd.WithEncoderConcurrency(1), zstd.WithEncoderCRC(false))
+	if err != nil {
+		b.Fatal(err)
+	}
+	const frame = 1 << 20
+	var frames [][]byte
+	for off := 0; off < len(data); off += frame {
+		frames = append(frames, enc.EncodeAll(data[off:min(off+frame, len(data))], nil))
+	}
+	for _, g := range []int{1, runtime.GOMAXPROCS(0)} {
+		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
+			decs := make([]*zstd.Decoder, g)
+			bufs := make([][]byte, g)
+			for k := range decs {
+				if decs[k], err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(false)); err != nil {
+					b.Fatal(err)
+				}
+				defer decs[k].Close()
+				// 16 bytes past the frame: the slack the decoder's
+				// fastest copies write into.
+				bufs[k] = make([]byte, frame+16)
+			}
+			b.SetBytes(int64(len(data)))
+			cpu := startCPU()
+			for b.Loop() {
+				var wg sync.WaitGroup
+				for k := range g {
+					wg.Go(func() {
+						for i := k; i < len(frames); i += g {
+							if _, err := decs[k].DecodeAll(frames[i], bufs[k][:0]); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+			}
+			cpu.report(b, 1, "op")
+		})
+	}
 }
 
 // BenchmarkFirstByte opens the pack, opens the 64 MiB file, reads one
