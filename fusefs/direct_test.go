@@ -1,0 +1,195 @@
+package fusefs_test
+
+import (
+	"bytes"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/packfs/packfs"
+	"github.com/packfs/packfs/layer/mem"
+	"golang.org/x/sys/unix"
+)
+
+// writableTrees are the writable trees the direct-write tests mount: the
+// in-memory layer and a durable store.
+func writableTrees(t *testing.T) map[string]fs.FS {
+	s, err := packfs.Open(filepath.Join(t.TempDir(), "store"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return map[string]fs.FS{"mem": mem.New(), "store": s}
+}
+
+// TestIssue17DirectWrites: a file opened for writing while empty is
+// written past the kernel's page cache (FOPEN_DIRECT_IO), and programs
+// see what they see on Linux's own file systems: their reads back
+// through the same descriptor, O_APPEND, other descriptors and mappings
+// that cached the old bytes, and shared mappings of the file written.
+// Each case runs in the mount and in a host directory, which must agree.
+func TestIssue17DirectWrites(t *testing.T) {
+	cases := map[string]func(t *testing.T, dir string) []byte{
+		"readback": func(t *testing.T, dir string) []byte {
+			f, err := os.Create(filepath.Join(dir, "f"))
+			must(t, err)
+			defer f.Close()
+			for _, s := range []string{"hello ", "direct ", "world"} {
+				_, err := f.WriteString(s)
+				must(t, err)
+			}
+			buf := make([]byte, 64)
+			n, err := f.ReadAt(buf, 0)
+			if err != io.EOF {
+				must(t, err)
+			}
+			fi, err := f.Stat()
+			must(t, err)
+			if fi.Size() != int64(n) {
+				t.Errorf("size %d after reading %d bytes back", fi.Size(), n)
+			}
+			return buf[:n]
+		},
+		"append": func(t *testing.T, dir string) []byte {
+			p := filepath.Join(dir, "f")
+			f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+			must(t, err)
+			for _, s := range []string{"a", "bc", "def"} {
+				_, err := f.WriteString(s)
+				must(t, err)
+			}
+			must(t, f.Close())
+			// Not empty now: an open through the page cache.
+			f, err = os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+			must(t, err)
+			_, err = f.WriteString("g")
+			must(t, err)
+			must(t, f.Close())
+			b, err := os.ReadFile(p)
+			must(t, err)
+			return b
+		},
+		"readers": func(t *testing.T, dir string) []byte {
+			// A reader and a mapping hold the old bytes in the page
+			// cache when a descriptor truncates the file and writes new
+			// ones; both see the new.
+			const n = 3 * 4096
+			p := filepath.Join(dir, "f")
+			must(t, os.WriteFile(p, bytes.Repeat([]byte("A"), n), 0o644))
+			r, err := os.Open(p)
+			must(t, err)
+			defer r.Close()
+			old, err := io.ReadAll(r)
+			must(t, err)
+			if len(old) != n {
+				t.Fatalf("read %d bytes, want %d", len(old), n)
+			}
+			mapped, err := unix.Mmap(int(r.Fd()), 0, n, unix.PROT_READ, unix.MAP_SHARED)
+			must(t, err)
+			defer unix.Munmap(mapped)
+			_ = mapped[n-1] // in the page cache
+			w, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+			must(t, err)
+			_, err = w.Write(bytes.Repeat([]byte("B"), n))
+			must(t, err)
+			got := make([]byte, n)
+			_, err = r.ReadAt(got, 0)
+			must(t, err)
+			if !bytes.Equal(got, mapped) {
+				t.Errorf("read %q..., the mapping holds %q...", got[:8], mapped[:8])
+			}
+			must(t, w.Close())
+			return got
+		},
+		"mmap": func(t *testing.T, dir string) []byte {
+			// A shared mapping of the descriptor written, beside its
+			// writes: each sees the other's bytes.
+			const page = 4096
+			p := filepath.Join(dir, "f")
+			f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+			must(t, err)
+			defer f.Close()
+			must(t, f.Truncate(3*page))
+			m, err := unix.Mmap(int(f.Fd()), 0, 3*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+			must(t, err)
+			defer unix.Munmap(m)
+			copy(m[:page], bytes.Repeat([]byte("M"), page))
+			_, err = f.WriteAt(bytes.Repeat([]byte("W"), page), page)
+			must(t, err)
+			if !bytes.Equal(m[page:2*page], bytes.Repeat([]byte("W"), page)) {
+				t.Errorf("the mapping holds %q... where the descriptor wrote", m[page:page+8])
+			}
+			head := make([]byte, page)
+			_, err = f.ReadAt(head, 0)
+			must(t, err)
+			if !bytes.Equal(head, m[:page]) {
+				t.Errorf("the descriptor reads %q... where the mapping wrote", head[:8])
+			}
+			copy(m[2*page:], bytes.Repeat([]byte("Z"), page))
+			must(t, unix.Msync(m, unix.MS_SYNC))
+			must(t, f.Sync())
+			b, err := os.ReadFile(p)
+			must(t, err)
+			return b
+		},
+	}
+	for tree, fsys := range writableTrees(t) {
+		t.Run(tree, func(t *testing.T) {
+			mnt, _ := mountT(t, fsys, nil)
+			for name, run := range cases {
+				t.Run(name, func(t *testing.T) {
+					host := t.TempDir()
+					dir := filepath.Join(mnt, tree+"-"+name)
+					must(t, os.Mkdir(dir, 0o755))
+					want := run(t, host)
+					if got := run(t, dir); !bytes.Equal(got, want) {
+						t.Errorf("through the mount: %q, on the host: %q", abbrev(got), abbrev(want))
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestIssue17DirectWriteDurable: an fsync after writes past the page
+// cache makes them durable in the store, as one after cached writes does.
+func TestIssue17DirectWriteDurable(t *testing.T) {
+	storeDir := filepath.Join(t.TempDir(), "store")
+	s, err := packfs.Open(storeDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	dir, _ := mountT(t, s, nil)
+	want := bytes.Repeat([]byte("0123456789abcdef"), 1<<13) // 128 KiB: the log's large writes
+	f, err := os.Create(filepath.Join(dir, "big"))
+	must(t, err)
+	defer f.Close()
+	for i := 0; i < len(want); i += 40 << 10 {
+		_, err := f.Write(want[i:min(i+40<<10, len(want))])
+		must(t, err)
+	}
+	must(t, f.Sync())
+	ro, err := packfs.Open(storeDir, &packfs.Options{ReadOnly: true})
+	must(t, err)
+	defer ro.Close()
+	if got, err := ro.ReadFile("big"); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("after fsync, the store holds %d bytes (%v), want %d", len(got), err, len(want))
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func abbrev(b []byte) []byte {
+	if len(b) > 32 {
+		return append(b[:32:32], "..."...)
+	}
+	return b
+}
