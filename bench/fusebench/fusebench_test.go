@@ -237,7 +237,7 @@ func writers() []system {
 			}
 			dir := mountpoint(b)
 			unmount := serve(b, dir, s, nil)
-			return dir, func() { unmount(); s.Close(); os.RemoveAll(storeDir) }
+			return dir, func() { unmount(); s.Close(); os.RemoveAll(storeDir); released(b, storeDir) }
 		}},
 		{name: "fuse-overlayfs", need: []string{"fuse-overlayfs"}, mount: func(b *testing.B) (string, func()) {
 			base, err := os.MkdirTemp(scratch, "overlay")
@@ -269,6 +269,28 @@ func usable(b *testing.B, s system) {
 	}
 	if strings.HasPrefix(s.name, "squashfuse") && squashImg == "" {
 		b.Skip("mksquashfs is not installed: no squashfs image")
+	}
+}
+
+// released waits until no file of the removed store directory dir is
+// mapped into this process. A store's log stays mapped (its large writes'
+// pages) until the garbage collector drops the last view of it, and the
+// unmap then frees the removed files' pages: without the wait that cost
+// of one run's teardown falls into the next run's timed section, where
+// another tool's teardown (RemoveAll of its directories) is untimed.
+func released(b *testing.B, dir string) {
+	b.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		maps, err := os.ReadFile("/proc/self/maps")
+		if err != nil || !bytes.Contains(maps, []byte(dir+"/")) {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("files of %s still mapped after 10 s", dir)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
