@@ -2,6 +2,7 @@ package fusefs_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -68,6 +69,40 @@ func TestIssue17DirectWrites(t *testing.T) {
 			must(t, err)
 			must(t, f.Close())
 			b, err := os.ReadFile(p)
+			must(t, err)
+			return b
+		},
+		"sparse": func(t *testing.T, dir string) []byte {
+			// A write far past the end leaves a hole.
+			f, err := os.Create(filepath.Join(dir, "f"))
+			must(t, err)
+			defer f.Close()
+			_, err = f.WriteAt([]byte("far"), 1<<33)
+			must(t, err)
+			fi, err := f.Stat()
+			must(t, err)
+			got := make([]byte, 8)
+			_, err = f.ReadAt(got, 1<<33-5)
+			if err != io.EOF {
+				must(t, err)
+			}
+			return append(got, fmt.Sprint(fi.Size())...)
+		},
+		"copy": func(t *testing.T, dir string) []byte {
+			// io.Copy between files: copy_file_range, splice or sendfile
+			// into the file written past the cache.
+			src := filepath.Join(t.TempDir(), "src")
+			want := bytes.Repeat([]byte("copy me "), 40000)
+			must(t, os.WriteFile(src, want, 0o644))
+			r, err := os.Open(src)
+			must(t, err)
+			defer r.Close()
+			w, err := os.Create(filepath.Join(dir, "f"))
+			must(t, err)
+			_, err = io.Copy(w, r)
+			must(t, err)
+			must(t, w.Close())
+			b, err := os.ReadFile(filepath.Join(dir, "f"))
 			must(t, err)
 			return b
 		},
