@@ -363,7 +363,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if n.m.immutable {
 		fuseFlags = fuse.FOPEN_KEEP_CACHE
 	}
-	if lflags != os.O_RDONLY {
+	if acc != os.O_RDONLY {
 		if fi, err := f.Stat(); err == nil {
 			fuseFlags |= n.m.directOpen(fi)
 		}
