@@ -59,6 +59,14 @@
 // that a program reading a tree file by file (grep -r, tar, a build)
 // waits for no request for most of them.
 //
+// A file opened for writing while it is empty (created, truncated) is
+// written past the kernel's page cache (FOPEN_DIRECT_IO, where the kernel
+// can still map such a file shared): each write reaches the layer
+// straight from the program's buffer, without the page cache's copy in
+// between, and reads through that descriptor each reach the layer too.
+// The kernel keeps other descriptors and mappings of the file coherent
+// with it, as ever.
+//
 // A change made to the served tree other than through the mount (by the
 // program that serves it, say) shows at once when the tree reports its
 // changes ([layer.WatchFS]: the in-memory layer, a union over it, a

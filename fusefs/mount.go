@@ -81,6 +81,11 @@ type mount struct {
 	// express in one call, against the changes made through the mount:
 	// every other change holds it shared.
 	rename sync.RWMutex
+
+	// direct is set once the kernel keeps shared mmap of a file opened
+	// with FOPEN_DIRECT_IO (FUSE_DIRECT_IO_ALLOW_MMAP): writes to an
+	// empty file then bypass the kernel's page cache (see directOpen).
+	direct atomic.Bool
 }
 
 // Mount serves fsys at the directory dir through FUSE and returns once the
@@ -143,6 +148,8 @@ func Mount(dir string, fsys fs.FS, opts *Options) (*Server, error) {
 	}
 	if o.ReadOnly {
 		mo.Options = append(mo.Options, "ro")
+	} else {
+		mo.ExtraCapabilities |= fuse.CAP_DIRECT_IO_ALLOW_MMAP
 	}
 	if o.Immutable && !o.NodeAPI {
 		return mountRaw(dir, fsys, m, mo, *timeout(o.EntryTimeout), *timeout(o.AttrTimeout), *timeout(o.NegativeTimeout))
@@ -163,6 +170,7 @@ func Mount(dir string, fsys fs.FS, opts *Options) (*Server, error) {
 		}
 		return nil, fmt.Errorf("fusefs: mount %s: %w", dir, err)
 	}
+	m.direct.Store(!o.ReadOnly && srv.KernelSettings().Flags64()&fuse.CAP_DIRECT_IO_ALLOW_MMAP != 0)
 	if watching {
 		done := make(chan struct{})
 		go func() {

@@ -363,7 +363,38 @@ func (n *node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32,
 	if n.m.immutable {
 		fuseFlags = fuse.FOPEN_KEEP_CACHE
 	}
+	if acc != os.O_RDONLY {
+		if fi, err := f.Stat(); err == nil {
+			fuseFlags |= n.m.directOpen(fi)
+		}
+	}
 	return n.opened(&file{f: f}), fuseFlags, 0
+}
+
+// directOpen returns FOPEN_DIRECT_IO for a handle opened for writing on
+// a file that is empty once open (created, truncated, or empty before),
+// when the kernel lets such a handle be mapped shared; 0 otherwise.
+//
+// Through the page cache, each write(2) is copied twice before the
+// layer sees it: into the kernel's pages of the file, and from them into
+// the request the server reads. With FOPEN_DIRECT_IO the request is read
+// straight from the program's buffer. The page cache of an empty file
+// holds nothing worth keeping, and the mount keeps none across opens
+// anyway (no FOPEN_KEEP_CACHE): what is lost is only that reads through
+// this handle, of what it wrote, each reach the server. Coherence stays
+// the kernel's: a direct write first writes back and drops the cached
+// pages it covers, those of other handles and of mappings included, and
+// a shared mapping of the handle goes through the page cache as ever
+// (FUSE_DIRECT_IO_ALLOW_MMAP; a kernel without it gets no direct
+// handles, since it refuses to map them shared). Measured with
+// bench/fusebench (one 64 MiB file in 1 MiB writes into a mounted
+// store), the copy skipped is about a quarter of the CPU time the write
+// costs.
+func (m *mount) directOpen(fi fs.FileInfo) uint32 {
+	if m.direct.Load() && fi.Mode().IsRegular() && fi.Size() == 0 {
+		return fuse.FOPEN_DIRECT_IO
+	}
+	return 0
 }
 
 // Read reads through the handle Open made or, on an immutable mount,
@@ -449,7 +480,11 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		return nil, nil, 0, errno(err)
 	}
 	child := n.entry(ctx, name, p, fi, 0, out)
-	return child, child.Operations().(*node).opened(&file{f: f}), 0, 0
+	var fuseFlags uint32
+	if lflags&syscall.O_ACCMODE != os.O_RDONLY {
+		fuseFlags = n.m.directOpen(fi)
+	}
+	return child, child.Operations().(*node).opened(&file{f: f}), fuseFlags, 0
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {

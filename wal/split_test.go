@@ -10,12 +10,16 @@ import (
 
 // splitUnit returns unit i of a workload that mixes Append with
 // AppendSplit, small (gathered in the buffer) and large (written to the
-// segment directly): the entry replay must give, and how to append it.
+// segment directly, with its CRC computed beside the write from
+// overlapMin on): the entry replay must give, and how to append it.
 func splitUnit(i int) (unit, func(l *Log) (LSN, error)) {
 	switch i % 4 {
 	case 1, 3:
 		size := 100
-		if i%4 == 3 {
+		switch {
+		case i%8 == 7:
+			size = overlapMin + 7*i // direct, the CRC beside
+		case i%4 == 3:
 			size = directMin + 7*i // direct
 		}
 		head := []byte{byte(i), 'h'}

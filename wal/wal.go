@@ -461,6 +461,12 @@ func (l *Log) Append(entries ...[]byte) (LSN, error) {
 // segment itself rather than gathering it in the buffer.
 const directMin = 32 << 10
 
+// overlapMin is the size of tail from which AppendSplit computes its CRC
+// on another goroutine while it writes it: the CRC of 1 MiB takes about
+// a fifth of the time its write to tmpfs does (some 100 µs), a goroutine
+// about a microsecond.
+const overlapMin = 256 << 10
+
 // AppendSplit appends one entry, head followed by tail, as Append does,
 // without joining them first. A tail of directMin bytes or more is
 // written straight to the segment, behind what was buffered, and not
@@ -500,10 +506,7 @@ func (l *Log) AppendSplit(head, tail []byte) (LSN, error) {
 	}
 	n := len(l.buf)
 	data := appendRecordSplit(l.buf, recEntry, l.durable, head, tail[:0])
-	// The record's CRC covers tail too: appendRecordSplit has room for
-	// it, and tail is written from where it lies.
 	binary.LittleEndian.PutUint32(data[n+4:], uint32(len(head)+len(tail)))
-	binary.LittleEndian.PutUint32(data[n+8:], recordCRC(data[n:], tail))
 	l.buf, l.spare = l.spare[:0], nil
 	seg, id, at := l.seg, l.id, l.written
 	size := int64(len(data)) + int64(len(tail))
@@ -512,9 +515,27 @@ func (l *Log) AppendSplit(head, tail []byte) (LSN, error) {
 	end := lsn(id, l.written)
 	l.mu.Unlock()
 
-	_, err := seg.WriteAt(data, at)
-	if err == nil {
+	// The record's CRC covers tail too, which is written from where it
+	// lies. A large tail is written first, while another goroutine
+	// computes the CRC, and the header with it after: the order of the
+	// writes is free, since no byte of them counts before the sync that
+	// follows them, and replay checks the CRC of what a crash leaves.
+	var err error
+	rec := data[n:]
+	if len(tail) >= overlapMin {
+		crc := make(chan uint32, 1)
+		go func() { crc <- recordCRC(rec, tail) }()
 		_, err = seg.WriteAt(tail, at+int64(len(data)))
+		binary.LittleEndian.PutUint32(rec[8:], <-crc)
+		if err == nil {
+			_, err = seg.WriteAt(data, at)
+		}
+	} else {
+		binary.LittleEndian.PutUint32(rec[8:], recordCRC(rec, tail))
+		_, err = seg.WriteAt(data, at)
+		if err == nil {
+			_, err = seg.WriteAt(tail, at+int64(len(data)))
+		}
 	}
 	l.allocated = max(l.allocated, at+size)
 	l.mu.Lock()

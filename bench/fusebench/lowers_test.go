@@ -65,7 +65,7 @@ func overLowers() []system {
 			}
 			dir := mountpoint(b)
 			unmount := serve(b, dir, s, nil)
-			return dir, func() { unmount(); s.Close(); r.Close(); os.RemoveAll(storeDir) }
+			return dir, func() { unmount(); s.Close(); r.Close(); os.RemoveAll(storeDir); released(b, storeDir) }
 		}},
 		{name: "fuse-overlayfs", need: []string{"fuse-overlayfs"}, mount: func(b *testing.B) (string, func()) {
 			base, err := os.MkdirTemp(scratch, "overlay")
