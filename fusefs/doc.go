@@ -94,6 +94,12 @@
 //     them in one step. RENAME_NOREPLACE is checked and done under a lock
 //     that orders it with every other change made through the mount, but
 //     not with changes made beside it.
+//   - A read through the mount that races a change made beside it to the
+//     same file can return the older content padded with zeros to the
+//     newer size, once: the kernel learns the new size (from a listing,
+//     a lookup) while its read of the old content is in flight, and keeps
+//     the page that read fills until the change's notification drops it.
+//     Reads after that notification see the new content.
 //   - A change made beside the mount to a name at the very moment a
 //     request through the mount changes the same name is taken for the
 //     mount's own, and shows once the timeouts pass. FUSE has no
