@@ -28,10 +28,10 @@ func check(dir *entry, name string, epoch uint64) error {
 	if !ds.isDir() {
 		return fmt.Errorf("mem: %s: not a directory", name)
 	}
-	if err := ds.kids.Check(); err != nil {
+	if err := ds.children().Check(); err != nil {
 		return fmt.Errorf("mem: %s: %w", name, err)
 	}
-	for base, e := range ds.kids.All() {
+	for base, e := range ds.children().All() {
 		child := base
 		if name != "." {
 			child = name + "/" + base

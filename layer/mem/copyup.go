@@ -66,7 +66,7 @@ func (f *FS) copyIn(op, dir string, chain []Copy, over bool) error {
 		if len(chain) == 0 {
 			return nil
 		}
-		if old, ok := d.state().kids.Get(chain[0].Name); ok && !(over && layer.IsWhiteout(old.state().mode)) {
+		if old, ok := d.state().children().Get(chain[0].Name); ok && !(over && layer.IsWhiteout(old.state().mode)) {
 			return errExist
 		}
 		if over {
@@ -92,7 +92,7 @@ func (f *FS) copyIn(op, dir string, chain []Copy, over bool) error {
 				below.ino.parent.Store(e.ino)
 				below.ino.name = name
 				st := e.state()
-				st.kids = st.kids.Set(name, below)
+				st.dir.kids = st.dir.kids.Set(name, below)
 			}
 			below = e
 		}
@@ -100,7 +100,7 @@ func (f *FS) copyIn(op, dir string, chain []Copy, over bool) error {
 		below.ino.parent.Store(d.ino)
 		below.ino.name = name
 		ds := d.ino.cur.Load().state().with()
-		ds.kids = ds.kids.SetOwned(f.owner, name, below)
+		ds.dir.kids = ds.dir.kids.SetOwned(f.owner, name, below)
 		if over {
 			ds.mtime = now
 		}

@@ -58,9 +58,34 @@ type state struct {
 	// own names the owner's ids in the table of owners (see ownerIDs),
 	// in the room mode leaves: 0, a state's zero value, is no owner.
 	own   uint32
-	mtime int64                     // Unix nanoseconds
-	data  *content                  // regular file: bytes; symlink: target
-	kids  treap.Map[string, *entry] // directory: entries by name
+	mtime int64    // Unix nanoseconds
+	data  *content // regular file: bytes; symlink: target
+	// dir is a directory's own dirState, the allocation this state is
+	// the first part of; nil for anything else. So a file's state holds
+	// no directory fields and fits 32 bytes.
+	dir *dirState
+}
+
+// dirState is a directory's state: its state, then what only a directory
+// has, in one allocation.
+type dirState struct {
+	state
+	kids treap.Map[string, *entry] // entries by name
+}
+
+// newDir returns a directory state of s's metadata with no entries.
+func newDir(s state) *state {
+	d := &dirState{state: s, kids: emptyDir}
+	d.dir = d
+	return &d.state
+}
+
+// children returns a directory's entries; anything else has none.
+func (s *state) children() treap.Map[string, *entry] {
+	if s.dir == nil {
+		return treap.Map[string, *entry]{}
+	}
+	return s.dir.kids
 }
 
 // emptyDir is every new directory's index. Its NewOrdered order compares
@@ -128,8 +153,13 @@ func ownerIDs(i uint32) [2]uint32 { return (*owners.list.Load())[i] }
 
 func (s *state) target() string { return string(s.data.bytes()) }
 
-// with returns a copy of s: the start of every new state.
+// with returns a copy of s: the start of every new state of its file.
 func (s *state) with() *state {
+	if s.dir != nil {
+		d := *s.dir
+		d.dir = &d
+		return &d.state
+	}
 	n := *s
 	return &n
 }

@@ -379,7 +379,7 @@ func (h *file) ReadDir(n int) ([]fs.DirEntry, error) {
 		if !e.isDir() {
 			return nil, layer.PathError("readdirent", h.name, syscall.ENOTDIR)
 		}
-		h.dir = &listing{kids: e.kids}
+		h.dir = &listing{kids: e.children()}
 	}
 	if h.frozen == nil && !h.fsys.linked(h.ino) {
 		// Linux lists nothing more of a removed directory.

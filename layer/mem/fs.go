@@ -41,7 +41,7 @@ func New() *FS { return NewWithClock(time.Now) }
 func NewWithClock(now func() time.Time) *FS {
 	f := &FS{rootIno: &inode{}, now: now, owner: 1}
 	e := &entry{ino: f.rootIno}
-	e.st.Store(&state{mode: fs.ModeDir | 0o755, mtime: f.now().UnixNano(), kids: emptyDir})
+	e.st.Store(newDir(state{mode: fs.ModeDir | 0o755, mtime: f.now().UnixNano()}))
 	f.rootIno.cur.Store(e)
 	f.root.Store(e)
 	return f
@@ -73,7 +73,7 @@ func (f *FS) freeze() {
 
 // disown clears every owner's claim on the index nodes below dir.
 func disown(dir *entry) {
-	kids := dir.state().kids
+	kids := dir.state().children()
 	kids.Disown()
 	for _, e := range kids.All() {
 		if e.state().isDir() {
@@ -195,7 +195,7 @@ func (v view) readDir(name string) ([]fs.DirEntry, error) {
 	if !st.isDir() {
 		return nil, layer.PathError("open", name, errNotDir)
 	}
-	return list(st.kids, "", true, -1), nil
+	return list(st.children(), "", true, -1), nil
 }
 
 func (v view) readFile(name string) ([]byte, error) {

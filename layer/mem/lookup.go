@@ -84,7 +84,7 @@ func kid(dir *entry, name string) (*entry, error) {
 	if !ds.isDir() {
 		return nil, syscall.ENOTDIR
 	}
-	child, ok := ds.kids.Get(name)
+	child, ok := ds.children().Get(name)
 	if !ok {
 		return nil, syscall.ENOENT
 	}
@@ -100,7 +100,7 @@ func entryOf(child *entry, name string) pathwalk.Entry {
 	}
 	if cs.isDir() {
 		e.Dir = child
-		if o, ok := cs.kids.Get(layer.OpaqueName); ok && layer.IsWhiteout(o.state().mode) {
+		if o, ok := cs.children().Get(layer.OpaqueName); ok && layer.IsWhiteout(o.state().mode) {
 			e.Opaque = true
 		}
 	}

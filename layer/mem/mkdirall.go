@@ -52,7 +52,7 @@ func (f *FS) mkdirAll(name string, perm fs.FileMode) (bool, error) {
 				below.ino.parent.Store(e.ino)
 				below.ino.name = n
 				st := e.state()
-				st.kids = st.kids.Set(n, below)
+				st.dir.kids = st.dir.kids.Set(n, below)
 			}
 			below = e
 		}

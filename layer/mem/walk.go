@@ -57,7 +57,7 @@ func walkNames(root *entry, name string, follow bool) (where, bool) {
 		if i == 0 || i > pathwalk.MaxName || elem == "." || elem == ".." || !ds.isDir() {
 			return where{}, false
 		}
-		child, ok := ds.kids.Get(elem)
+		child, ok := ds.children().Get(elem)
 		if !ok {
 			if i == len(name) {
 				// Missing, as most names a union asks its upper
@@ -129,7 +129,7 @@ func walkTo(root *entry, name string, follow, create bool) (where, int, error) {
 		if mustDir && create {
 			return where{dir: dir, base: elem, slash: true}, -1, nil
 		}
-		child, ok := dir.state().kids.Get(elem)
+		child, ok := dir.state().children().Get(elem)
 		if !ok {
 			if last {
 				return where{dir: dir, base: elem, slash: mustDir}, from, nil

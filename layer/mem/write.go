@@ -50,12 +50,12 @@ func (f *FS) set(ino *inode, ns *state) {
 		}
 		pe := p.cur.Load()
 		old := pe.state()
-		kids := old.kids.SetOwned(f.owner, ino.name, ne)
-		if kids == old.kids && pe.epoch == f.epoch {
+		kids := old.children().SetOwned(f.owner, ino.name, ne)
+		if kids == old.children() && pe.epoch == f.epoch {
 			return // linked in place: p's index is still the one published
 		}
 		ps := old.with()
-		ps.kids = kids
+		ps.dir.kids = kids
 		ino, ns = p, ps
 	}
 }
@@ -92,7 +92,7 @@ func (f *FS) setBoth(a *inode, as *state, b *inode, bs *state) {
 			ps = y.s
 		}
 		ps = ps.with()
-		ps.kids = ps.kids.Set(x.ino.name, f.newEntry(x.ino, x.s))
+		ps.dir.kids = ps.dir.kids.Set(x.ino.name, f.newEntry(x.ino, x.s))
 		x = change{p, ps, x.depth - 1}
 		if y.ino == p {
 			y = x
@@ -124,7 +124,7 @@ func (f *FS) update(op func(root *entry, now int64) error) error {
 // a snapshot keeps that entry for life.
 func (f *FS) create(s *state) *entry {
 	if s.mode.IsDir() {
-		s.kids = emptyDir
+		s = newDir(*s)
 	}
 	n := &struct {
 		ino inode
@@ -144,7 +144,7 @@ func (f *FS) link(dir *entry, name string, e *entry, now int64) {
 	e.ino.name = name
 	ds := dir.ino.cur.Load().state().with()
 	inheritGroup(ds, e.state())
-	ds.kids = ds.kids.SetOwned(f.owner, name, e)
+	ds.dir.kids = ds.dir.kids.SetOwned(f.owner, name, e)
 	ds.mtime = now
 	f.set(dir.ino, ds)
 	f.note(layer.OpCreate, e.ino)
@@ -165,7 +165,7 @@ func inheritGroup(ds, s *state) {
 func (f *FS) unlink(dir *entry, name string, e *entry, now int64) {
 	f.note(layer.OpRemove, e.ino)
 	ds := dir.ino.cur.Load().state().with()
-	ds.kids = ds.kids.DeleteOwned(f.owner, name)
+	ds.dir.kids = ds.dir.kids.DeleteOwned(f.owner, name)
 	ds.mtime = now
 	f.set(dir.ino, ds)
 	e.ino.parent.Store(nil)
@@ -392,7 +392,7 @@ func (f *FS) Remove(name string) error {
 			return errInvalid
 		case w.e == nil:
 			return errNotExist
-		case w.e.state().isDir() && w.e.state().kids.Len() > 0:
+		case w.e.state().isDir() && w.e.state().children().Len() > 0:
 			return errNotEmpty
 		}
 		f.unlink(w.dir, w.base, w.e, now)
@@ -511,7 +511,7 @@ func (f *FS) rename(root *entry, oldname, newname string, now int64, left *entry
 			if !ds.isDir() {
 				return errNotDir
 			}
-			if ds.kids.Len() > 0 {
+			if ds.children().Len() > 0 {
 				return errNotEmpty
 			}
 		} else if ds.isDir() {
@@ -531,13 +531,13 @@ func (f *FS) rename(root *entry, oldname, newname string, now int64, left *entry
 	}
 	if from == to {
 		s := ow.dir.state().with()
-		s.kids = leave(s.kids.Delete(ow.base), left).Set(base, src)
+		s.dir.kids = leave(s.dir.kids.Delete(ow.base), left).Set(base, src)
 		s.mtime = now
 		f.set(from, s)
 	} else {
 		fromS, toS := ow.dir.state().with(), nw.dir.state().with()
-		fromS.kids = leave(fromS.kids.Delete(ow.base), left)
-		toS.kids = toS.kids.Set(base, src)
+		fromS.dir.kids = leave(fromS.dir.kids.Delete(ow.base), left)
+		toS.dir.kids = toS.dir.kids.Set(base, src)
 		fromS.mtime, toS.mtime = now, now
 		f.setBoth(from, fromS, to, toS)
 	}
@@ -581,7 +581,7 @@ func (f *FS) whiteout(name string, all bool) error {
 			if err := layer.CheckElem(w.base); err != nil {
 				return err
 			}
-		case !all && w.e.state().isDir() && w.e.state().kids.Len() > 0:
+		case !all && w.e.state().isDir() && w.e.state().children().Len() > 0:
 			return errNotEmpty
 		}
 		if w.e != nil {
