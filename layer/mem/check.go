@@ -44,8 +44,10 @@ func check(dir *entry, name string, epoch uint64) error {
 			return fmt.Errorf("mem: %s: not the latest entry of its inode", child)
 		case e.epoch > epoch || e.epoch > dir.epoch && dir.epoch != epoch:
 			return fmt.Errorf("mem: %s: entry of epoch %d under a frozen directory of epoch %d", child, e.epoch, dir.epoch)
-		case e.ino.parent.Load() != dir.ino || e.ino.name != base:
-			return fmt.Errorf("mem: %s: inode linked as %q elsewhere", child, e.ino.name)
+		case e.name != base:
+			return fmt.Errorf("mem: %s: entry named %q", child, e.name)
+		case e.ino.parent.Load() != dir.ino:
+			return fmt.Errorf("mem: %s: inode linked elsewhere", child)
 		case s.isDir():
 			if err := check(e, child, epoch); err != nil {
 				return err

@@ -90,7 +90,7 @@ func (f *FS) copyIn(op, dir string, chain []Copy, over bool) error {
 			if below != nil {
 				name := strings.Clone(chain[i+1].Name)
 				below.ino.parent.Store(e.ino)
-				below.ino.name = name
+				below.name = name
 				st := e.state()
 				st.dir.kids = st.dir.kids.Set(name, below)
 			}
@@ -98,7 +98,7 @@ func (f *FS) copyIn(op, dir string, chain []Copy, over bool) error {
 		}
 		name := strings.Clone(chain[0].Name)
 		below.ino.parent.Store(d.ino)
-		below.ino.name = name
+		below.name = name
 		ds := d.ino.cur.Load().state().with()
 		ds.dir.kids = ds.dir.kids.SetOwned(f.owner, name, below)
 		if over {
@@ -191,5 +191,5 @@ func leave(kids treap.Map[string, *entry], left *entry) treap.Map[string, *entry
 	if left == nil {
 		return kids
 	}
-	return kids.Set(left.ino.name, left)
+	return kids.Set(left.name, left)
 }

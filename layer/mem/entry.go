@@ -16,11 +16,11 @@ type inode struct {
 	// cur is the entry that stands for the file in the latest state;
 	// handles load it without locking.
 	cur atomic.Pointer[entry]
-	// parent and name locate the file; only the writer changes them, under
-	// FS.mu. parent is nil for the root and for an unlinked file; a reader
-	// may load it to learn whether a directory is still linked.
+	// parent is the directory that holds the file, nil for the root and
+	// for an unlinked file; only the writer changes it, under FS.mu. A
+	// reader may load it to learn whether a directory is still linked.
+	// The file's name there is its latest entry's.
 	parent atomic.Pointer[inode]
-	name   string
 }
 
 // entry is what a directory's index holds for a file: a cell whose state
@@ -34,7 +34,11 @@ type inode struct {
 type entry struct {
 	ino   *inode
 	epoch uint64 // the epoch it was made in
-	st    atomic.Pointer[state]
+	// name is the name it stands under in its directory. It never
+	// changes once the entry is reachable, so that a reader may compare
+	// it without a lock: a rename links a new entry.
+	name string
+	st   atomic.Pointer[state]
 	// fi is the description last handed out for it, which a Stat or a
 	// lookup of the same name and state hands out again instead of
 	// allocating one: a file is stat'ed far more often than it changes.

@@ -50,7 +50,7 @@ func (f *FS) mkdirAll(name string, perm fs.FileMode) (bool, error) {
 			if below != nil {
 				n := strings.Clone(elems[i+1])
 				below.ino.parent.Store(e.ino)
-				below.ino.name = n
+				below.name = n
 				st := e.state()
 				st.dir.kids = st.dir.kids.Set(n, below)
 			}

@@ -50,7 +50,7 @@ func (f *FS) set(ino *inode, ns *state) {
 		}
 		pe := p.cur.Load()
 		old := pe.state()
-		kids := old.children().SetOwned(f.owner, ino.name, ne)
+		kids := old.children().SetOwned(f.owner, ne.name, ne)
 		if kids == old.children() && pe.epoch == f.epoch {
 			return // linked in place: p's index is still the one published
 		}
@@ -63,7 +63,7 @@ func (f *FS) set(ino *inode, ns *state) {
 // newEntry makes a new entry of the current epoch for ino, with state s,
 // and makes it ino's latest.
 func (f *FS) newEntry(ino *inode, s *state) *entry {
-	e := &entry{ino: ino, epoch: f.epoch}
+	e := &entry{ino: ino, epoch: f.epoch, name: ino.cur.Load().name}
 	e.st.Store(s)
 	ino.cur.Store(e)
 	return e
@@ -92,7 +92,8 @@ func (f *FS) setBoth(a *inode, as *state, b *inode, bs *state) {
 			ps = y.s
 		}
 		ps = ps.with()
-		ps.dir.kids = ps.dir.kids.Set(x.ino.name, f.newEntry(x.ino, x.s))
+		ne := f.newEntry(x.ino, x.s)
+		ps.dir.kids = ps.dir.kids.Set(ne.name, ne)
 		x = change{p, ps, x.depth - 1}
 		if y.ino == p {
 			y = x
@@ -141,7 +142,7 @@ func (f *FS) create(s *state) *entry {
 // as on Linux.
 func (f *FS) link(dir *entry, name string, e *entry, now int64) {
 	e.ino.parent.Store(dir.ino)
-	e.ino.name = name
+	e.name = name
 	ds := dir.ino.cur.Load().state().with()
 	inheritGroup(ds, e.state())
 	ds.dir.kids = ds.dir.kids.SetOwned(f.owner, name, e)
@@ -527,17 +528,21 @@ func (f *FS) rename(root *entry, oldname, newname string, now int64, left *entry
 	}
 	if left != nil {
 		left.ino.parent.Store(from)
-		left.ino.name = strings.Clone(ow.base)
+		left.name = strings.Clone(ow.base)
 	}
+	// The file goes in under a new entry, which carries the new name.
+	moved := &entry{ino: src.ino, epoch: f.epoch, name: base}
+	moved.st.Store(src.state())
+	src.ino.cur.Store(moved)
 	if from == to {
 		s := ow.dir.state().with()
-		s.dir.kids = leave(s.dir.kids.Delete(ow.base), left).Set(base, src)
+		s.dir.kids = leave(s.dir.kids.Delete(ow.base), left).Set(base, moved)
 		s.mtime = now
 		f.set(from, s)
 	} else {
 		fromS, toS := ow.dir.state().with(), nw.dir.state().with()
 		fromS.dir.kids = leave(fromS.dir.kids.Delete(ow.base), left)
-		toS.dir.kids = toS.dir.kids.Set(base, src)
+		toS.dir.kids = toS.dir.kids.Set(base, moved)
 		fromS.mtime, toS.mtime = now, now
 		f.setBoth(from, fromS, to, toS)
 	}
@@ -545,7 +550,6 @@ func (f *FS) rename(root *entry, oldname, newname string, now int64, left *entry
 		dst.ino.parent.Store(nil)
 	}
 	src.ino.parent.Store(to)
-	src.ino.name = base
 	if watched {
 		if newPath, ok := f.pathOf(src.ino); ok {
 			f.feed.Publish(layer.Change{Op: layer.OpRename, Name: oldPath, NewName: newPath})
