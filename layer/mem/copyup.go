@@ -53,7 +53,7 @@ func (f *FS) copyIn(op, dir string, chain []Copy, over bool) error {
 		states[i] = s
 	}
 	err := f.update(func(root *entry, now int64) error {
-		w, err := walk(root, dir, true)
+		w, err := walk(root, dir, true, true)
 		switch {
 		case err != nil:
 			return err
@@ -101,6 +101,7 @@ func (f *FS) copyIn(op, dir string, chain []Copy, over bool) error {
 		below.name = name
 		ds := d.ino.cur.Load().state().with()
 		ds.dir.kids = ds.dir.kids.SetOwned(f.owner, name, below)
+		f.indexPut(ds, name, below)
 		if over {
 			ds.mtime = now
 		}

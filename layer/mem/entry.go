@@ -75,6 +75,9 @@ type state struct {
 type dirState struct {
 	state
 	kids treap.Map[string, *entry] // entries by name
+	// idx is the hash index of a large live directory (see kidIndex),
+	// nil for a small one.
+	idx *kidIndex
 }
 
 // newDir returns a directory state of s's metadata with no entries.
