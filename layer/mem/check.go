@@ -83,8 +83,8 @@ func (f *FS) checkIndex(ds *state) error {
 	}
 	t := x.tab.Load()
 	n := 0
-	for i := range t.slots {
-		if t.slots[i].Load() != nil {
+	for i := range t.capacity() {
+		if t.slot(uint64(i)).Load() != nil {
 			n++
 		}
 	}

@@ -48,6 +48,11 @@ type entry struct {
 
 // info returns a description of s, a state of e, under name.
 func (e *entry) info(name string, s *state) *fileInfo {
+	if name == e.name {
+		// Keep the entry's own copy, which the lookup has just read,
+		// rather than one into a caller's path.
+		name = e.name
+	}
 	if fi := e.fi.Load(); fi != nil && fi.s == s && fi.name == name {
 		return fi
 	}

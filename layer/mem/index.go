@@ -69,9 +69,20 @@ type kidIndex struct {
 // kidTable is one generation of an index's slots; a rebuild replaces it
 // whole.
 type kidTable struct {
-	ctrl  []atomic.Uint64
-	slots []atomic.Pointer[entry]
-	mask  uint64 // groups - 1
+	groups []group
+	mask   uint64 // len(groups) - 1
+}
+
+// group is 8 slots and their control bytes, side by side, so that a probe
+// that matches finds its slot in the same or the next cache line.
+type group struct {
+	ctrl  atomic.Uint64
+	slots [groupSize]atomic.Pointer[entry]
+}
+
+// slot returns slot i of t.
+func (t *kidTable) slot(i uint64) *atomic.Pointer[entry] {
+	return &t.groups[i/groupSize].slots[i%groupSize]
 }
 
 // newTable returns an empty table with room for n entries at a load of at
@@ -81,11 +92,7 @@ func newTable(n int) *kidTable {
 	for groups*groupSize*3/4 < uint64(n) {
 		groups *= 2
 	}
-	return &kidTable{
-		ctrl:  make([]atomic.Uint64, groups),
-		slots: make([]atomic.Pointer[entry], groups*groupSize),
-		mask:  groups - 1,
-	}
+	return &kidTable{groups: make([]group, groups), mask: groups - 1}
 }
 
 func hashName(name string) uint64 { return maphash.String(indexSeed, name) }
@@ -113,10 +120,10 @@ func (t *kidTable) find(name string, h uint64) *entry {
 	tag := tagOf(h)
 	g := h & t.mask
 	for n := uint64(0); n <= t.mask; n++ {
-		c := t.ctrl[g].Load()
+		gr := &t.groups[g]
+		c := gr.ctrl.Load()
 		for m := matches(c, tag); m != 0; m &= m - 1 {
-			i := g*groupSize + uint64(bits.TrailingZeros64(m)>>3)
-			if e := t.slots[i].Load(); e != nil && e.name == name {
+			if e := gr.slots[bits.TrailingZeros64(m)>>3].Load(); e != nil && e.name == name {
 				return e
 			}
 		}
@@ -133,11 +140,12 @@ func (t *kidTable) slotOf(name string, h uint64) int {
 	tag := tagOf(h)
 	g := h & t.mask
 	for n := uint64(0); n <= t.mask; n++ {
-		c := t.ctrl[g].Load()
+		gr := &t.groups[g]
+		c := gr.ctrl.Load()
 		for m := matches(c, tag); m != 0; m &= m - 1 {
-			i := g*groupSize + uint64(bits.TrailingZeros64(m)>>3)
-			if e := t.slots[i].Load(); e != nil && e.name == name {
-				return int(i)
+			b := uint64(bits.TrailingZeros64(m) >> 3)
+			if e := gr.slots[b].Load(); e != nil && e.name == name {
+				return int(g*groupSize + b)
 			}
 		}
 		if empties(c) != 0 {
@@ -155,13 +163,14 @@ func (t *kidTable) slotOf(name string, h uint64) int {
 func (t *kidTable) add(e *entry, h uint64) bool {
 	g := h & t.mask
 	for {
-		c := t.ctrl[g].Load()
+		gr := &t.groups[g]
+		c := gr.ctrl.Load()
 		if free := ^c & msb; free != 0 {
 			b := uint64(bits.TrailingZeros64(free) >> 3)
-			t.slots[g*groupSize+b].Store(e)
+			gr.slots[b].Store(e)
 			wasEmpty := byte(c>>(8*b)) == ctrlEmpty
 			c = c&^(0xff<<(8*b)) | (h>>57|0x80)<<(8*b)
-			t.ctrl[g].Store(c)
+			gr.ctrl.Store(c)
 			return wasEmpty
 		}
 		g = (g + 1) & t.mask
@@ -170,13 +179,13 @@ func (t *kidTable) add(e *entry, h uint64) bool {
 
 // setCtrl sets the control byte of slot i to b.
 func (t *kidTable) setCtrl(i int, b uint64) {
-	g, s := uint64(i)/groupSize, 8*(uint64(i)%groupSize)
-	c := t.ctrl[g].Load()
-	t.ctrl[g].Store(c&^(0xff<<s) | b<<s)
+	gr, s := &t.groups[i/groupSize], 8*(uint64(i)%groupSize)
+	c := gr.ctrl.Load()
+	gr.ctrl.Store(c&^(0xff<<s) | b<<s)
 }
 
 // capacity is the number of slots.
-func (t *kidTable) capacity() int { return len(t.slots) }
+func (t *kidTable) capacity() int { return len(t.groups) * groupSize }
 
 // buildIndex returns an index of every entry of ds, a new directory state
 // no reader has yet.
@@ -246,7 +255,7 @@ func (f *FS) indexPut(ds *state, name string, e *entry) {
 	h := hashName(name)
 	f.openIndex(x)
 	if i := t.slotOf(name, h); i >= 0 {
-		t.slots[i].Store(e)
+		t.slot(uint64(i)).Store(e)
 		return
 	}
 	if x.used+1 <= t.capacity()*7/8 {
@@ -258,9 +267,11 @@ func (f *FS) indexPut(ds *state, name string, e *entry) {
 	}
 	// Full of entries or tombstones: a new table sized for what stays.
 	nt := newTable(x.live + 1)
-	for i := range t.slots {
-		if old := t.slots[i].Load(); old != nil {
-			nt.add(old, hashName(old.name))
+	for i := range t.groups {
+		for j := range t.groups[i].slots {
+			if old := t.groups[i].slots[j].Load(); old != nil {
+				nt.add(old, hashName(old.name))
+			}
 		}
 	}
 	nt.add(e, h)
@@ -285,7 +296,7 @@ func (f *FS) indexDelete(ds *state, name string) {
 	}
 	t := x.tab.Load()
 	if i := t.slotOf(name, hashName(name)); i >= 0 {
-		t.slots[i].Store(nil)
+		t.slot(uint64(i)).Store(nil)
 		t.setCtrl(i, ctrlTomb)
 		x.live--
 	}
@@ -317,6 +328,6 @@ func (f *FS) indexRefresh(ds *state, e *entry) {
 	f.openIndex(x)
 	t := x.tab.Load()
 	if i := t.slotOf(e.name, hashName(e.name)); i >= 0 {
-		t.slots[i].Store(e)
+		t.slot(uint64(i)).Store(e)
 	}
 }
