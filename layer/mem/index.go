@@ -216,6 +216,18 @@ func (x *kidIndex) get(name string) (e *entry, known bool) {
 	return e, true
 }
 
+// getKid looks name up in ds, a directory's state: in its hash index
+// when live says ds is of the live layer and the index answers, and
+// otherwise in its treap.
+func getKid(ds *state, name string, live bool) (*entry, bool) {
+	if x := ds.dir.idx; live && x != nil {
+		if e, known := x.get(name); known {
+			return e, e != nil
+		}
+	}
+	return ds.dir.kids.Get(name)
+}
+
 // openIndex starts x's window for the operation in progress: readers
 // stop trusting it until endIndexWrites closes it.
 func (f *FS) openIndex(x *kidIndex) {

@@ -27,7 +27,9 @@ import (
 //     and a name behind one it was found under never shows it again (it
 //     was under two).
 //
-// Check verifies the indexes against the treaps as the run goes.
+// The untouched files are also looked up as a union does, with LookupAt
+// and OpenAt through a handle of their directory. Check verifies the
+// indexes against the treaps as the run goes.
 func TestIndexBesideWriters(t *testing.T) {
 	for _, small := range []bool{false, true} {
 		t.Run(fmt.Sprintf("every-directory=%v", small), func(t *testing.T) {
@@ -152,6 +154,24 @@ func testIndexBesideWriters(t *testing.T, f *FS) {
 					fail("stat %s: size %d", name, fi.Size())
 					return
 				}
+				// The same file through a union's calls: a handle of
+				// its directory, then the name in it.
+				d, err := f.LookupAt(nil, fmt.Sprintf("d%d", (n+g)%2))
+				if err != nil {
+					fail("LookupAt of the directory of %s: %v", name, err)
+					return
+				}
+				base := fmt.Sprintf("s%d", n%stable)
+				if _, err := f.LookupAt(d.Dir, base); err != nil {
+					fail("LookupAt %s: %v", name, err)
+					return
+				}
+				h, err := f.OpenAt(d.Dir, base, name)
+				if err != nil {
+					fail("OpenAt %s: %v", name, err)
+					return
+				}
+				h.Close()
 				// Follow the chain from k, its last known step.
 				for {
 					_, err := f.Lstat(chainName(k))

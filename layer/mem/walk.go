@@ -59,18 +59,7 @@ func walkNames(root *entry, name string, follow, live bool) (where, bool) {
 		if i == 0 || i > pathwalk.MaxName || elem == "." || elem == ".." || !ds.isDir() {
 			return where{}, false
 		}
-		var child *entry
-		ok := false
-		if x := ds.dir.idx; live && x != nil {
-			var known bool
-			if child, known = x.get(elem); !known {
-				child, ok = ds.dir.kids.Get(elem)
-			} else {
-				ok = child != nil
-			}
-		} else {
-			child, ok = ds.dir.kids.Get(elem)
-		}
+		child, ok := getKid(ds, elem, live)
 		if !ok {
 			if i == len(name) {
 				// Missing, as most names a union asks its upper
