@@ -1,6 +1,7 @@
 package aferobench
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"runtime"
@@ -22,6 +23,14 @@ import (
 //
 //	cd bench && go test -run '^$' -bench Table -benchtime 7x ./aferobench/
 //
+// On a loaded machine, -cputime times each column in the CPU time the
+// process spends (user and system, all threads, the garbage collector
+// included) instead of the elapsed time, which other processes inflate
+// far more, and -columns keeps some columns (MemMapFs's always):
+//
+//	cd bench && go test -run '^$' -bench Table -benchtime 9x ./aferobench/ \
+//		-cputime -columns mem,floor
+//
 // Columns: mem (aferoadapter.New(mem.New())), union (the adapter over a
 // union of an in-memory upper layer over a pack that holds 1,000 other
 // files in the same directory, so that every name is looked up in a
@@ -30,6 +39,16 @@ import (
 // SyncNone and no checkpoints, on tmpfs and on the disk's temporary
 // directory) and floor (afero's helpers over a file system that does
 // nothing: the bound of every ratio).
+
+var (
+	tableCPU  = flag.Bool("cputime", false, "BenchmarkTable times each column in CPU time, not elapsed time")
+	tableCols = flag.String("columns", "", "BenchmarkTable's columns, comma-separated, besides MemMapFs's (default all)")
+)
+
+// keepColumn reports whether -columns keeps c.
+func keepColumn(c tableColumn) bool {
+	return *tableCols == "" || c.Base || slices.Contains(strings.Split(*tableCols, ","), c.name)
+}
 
 // tableColumn is one column with the host directory it runs under ("":
 // the default temporary directory).
@@ -64,6 +83,9 @@ func BenchmarkTable(b *testing.B) {
 			var cols []*col
 			var base *col
 			for _, bk := range tableColumns() {
+				if !keepColumn(bk) {
+					continue
+				}
 				dir, err := os.MkdirTemp(bk.base, "aferobench-")
 				if err != nil {
 					dir, err = os.MkdirTemp("", "aferobench-")
@@ -92,9 +114,13 @@ func BenchmarkTable(b *testing.B) {
 					c := cols[(k+int(seed))%len(cols)]
 					must(b, w.Prep(c.fsys, c.names))
 					runtime.GC()
-					start := time.Now()
+					start, cpu := time.Now(), cpuNow()
 					must(b, w.Run(c.fsys, c.names, seed))
-					c.took = append(c.took, time.Since(start))
+					if *tableCPU {
+						c.took = append(c.took, cpuNow()-cpu)
+					} else {
+						c.took = append(c.took, time.Since(start))
+					}
 				}
 				b.StartTimer()
 			}

@@ -83,7 +83,7 @@ func (f *FS) RemoveIn(dir pathwalk.Dir, name, path string) error {
 			return err
 		case w.e == nil:
 			return errNotExist
-		case w.e.state().isDir() && w.e.state().kids.Len() > 0:
+		case w.e.state().isDir() && w.e.state().children().Len() > 0:
 			return errNotEmpty
 		}
 		f.unlink(w.dir, w.base, w.e, now)
@@ -114,6 +114,6 @@ func (f *FS) whereIn(root *entry, dir pathwalk.Dir, name string) (where, error) 
 	if err := pathwalk.CheckElem(name); err != nil {
 		return where{}, err
 	}
-	e, _ := d.state().kids.Get(name)
+	e, _ := getKid(d.state(), name, true)
 	return where{dir: d, base: name, e: e}, nil
 }

@@ -53,7 +53,7 @@ func (f *FS) copyIn(op, dir string, chain []Copy, over bool) error {
 		states[i] = s
 	}
 	err := f.update(func(root *entry, now int64) error {
-		w, err := walk(root, dir, true)
+		w, err := walk(root, dir, true, true)
 		switch {
 		case err != nil:
 			return err
@@ -66,7 +66,7 @@ func (f *FS) copyIn(op, dir string, chain []Copy, over bool) error {
 		if len(chain) == 0 {
 			return nil
 		}
-		if old, ok := d.state().kids.Get(chain[0].Name); ok && !(over && layer.IsWhiteout(old.state().mode)) {
+		if old, ok := d.state().children().Get(chain[0].Name); ok && !(over && layer.IsWhiteout(old.state().mode)) {
 			return errExist
 		}
 		if over {
@@ -90,17 +90,18 @@ func (f *FS) copyIn(op, dir string, chain []Copy, over bool) error {
 			if below != nil {
 				name := strings.Clone(chain[i+1].Name)
 				below.ino.parent.Store(e.ino)
-				below.ino.name = name
+				below.name = name
 				st := e.state()
-				st.kids = st.kids.Set(name, below)
+				st.dir.kids = st.dir.kids.Set(name, below)
 			}
 			below = e
 		}
 		name := strings.Clone(chain[0].Name)
 		below.ino.parent.Store(d.ino)
-		below.ino.name = name
+		below.name = name
 		ds := d.ino.cur.Load().state().with()
-		ds.kids = ds.kids.SetOwned(f.owner, name, below)
+		ds.dir.kids = ds.dir.kids.SetOwned(f.owner, name, below)
+		f.indexPut(ds, name, below)
 		if over {
 			ds.mtime = now
 		}
@@ -191,5 +192,5 @@ func leave(kids treap.Map[string, *entry], left *entry) treap.Map[string, *entry
 	if left == nil {
 		return kids
 	}
-	return kids.Set(left.ino.name, left)
+	return kids.Set(left.name, left)
 }

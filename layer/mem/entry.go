@@ -16,11 +16,11 @@ type inode struct {
 	// cur is the entry that stands for the file in the latest state;
 	// handles load it without locking.
 	cur atomic.Pointer[entry]
-	// parent and name locate the file; only the writer changes them, under
-	// FS.mu. parent is nil for the root and for an unlinked file; a reader
-	// may load it to learn whether a directory is still linked.
+	// parent is the directory that holds the file, nil for the root and
+	// for an unlinked file; only the writer changes it, under FS.mu. A
+	// reader may load it to learn whether a directory is still linked.
+	// The file's name there is its latest entry's.
 	parent atomic.Pointer[inode]
-	name   string
 }
 
 // entry is what a directory's index holds for a file: a cell whose state
@@ -34,7 +34,11 @@ type inode struct {
 type entry struct {
 	ino   *inode
 	epoch uint64 // the epoch it was made in
-	st    atomic.Pointer[state]
+	// name is the name it stands under in its directory. It never
+	// changes once the entry is reachable, so that a reader may compare
+	// it without a lock: a rename links a new entry.
+	name string
+	st   atomic.Pointer[state]
 	// fi is the description last handed out for it, which a Stat or a
 	// lookup of the same name and state hands out again instead of
 	// allocating one: a file is stat'ed far more often than it changes.
@@ -44,6 +48,11 @@ type entry struct {
 
 // info returns a description of s, a state of e, under name.
 func (e *entry) info(name string, s *state) *fileInfo {
+	if name == e.name {
+		// Keep the entry's own copy, which the lookup has just read,
+		// rather than one into a caller's path.
+		name = e.name
+	}
 	if fi := e.fi.Load(); fi != nil && fi.s == s && fi.name == name {
 		return fi
 	}
@@ -58,9 +67,37 @@ type state struct {
 	// own names the owner's ids in the table of owners (see ownerIDs),
 	// in the room mode leaves: 0, a state's zero value, is no owner.
 	own   uint32
-	mtime int64                     // Unix nanoseconds
-	data  *content                  // regular file: bytes; symlink: target
-	kids  treap.Map[string, *entry] // directory: entries by name
+	mtime int64    // Unix nanoseconds
+	data  *content // regular file: bytes; symlink: target
+	// dir is a directory's own dirState, the allocation this state is
+	// the first part of; nil for anything else. So a file's state holds
+	// no directory fields and fits 32 bytes.
+	dir *dirState
+}
+
+// dirState is a directory's state: its state, then what only a directory
+// has, in one allocation.
+type dirState struct {
+	state
+	kids treap.Map[string, *entry] // entries by name
+	// idx is the hash index of a large live directory (see kidIndex),
+	// nil for a small one.
+	idx *kidIndex
+}
+
+// newDir returns a directory state of s's metadata with no entries.
+func newDir(s state) *state {
+	d := &dirState{state: s, kids: emptyDir}
+	d.dir = d
+	return &d.state
+}
+
+// children returns a directory's entries; anything else has none.
+func (s *state) children() treap.Map[string, *entry] {
+	if s.dir == nil {
+		return treap.Map[string, *entry]{}
+	}
+	return s.dir.kids
 }
 
 // emptyDir is every new directory's index. Its NewOrdered order compares
@@ -128,8 +165,13 @@ func ownerIDs(i uint32) [2]uint32 { return (*owners.list.Load())[i] }
 
 func (s *state) target() string { return string(s.data.bytes()) }
 
-// with returns a copy of s: the start of every new state.
+// with returns a copy of s: the start of every new state of its file.
 func (s *state) with() *state {
+	if s.dir != nil {
+		d := *s.dir
+		d.dir = &d
+		return &d.state
+	}
 	n := *s
 	return &n
 }

@@ -169,7 +169,7 @@ func (h *file) writeAt(op string, p []byte, off int64, appending bool) (int, err
 	}
 	f := h.fsys
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer f.unlock()
 	if len(p) == 0 {
 		return 0, nil // Linux moves no offset for an empty write
 	}
@@ -216,7 +216,7 @@ func (h *file) WriteShared(p []byte, off int64, advance bool, log func() (shared
 	}
 	f := h.fsys
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer f.unlock()
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -285,7 +285,7 @@ func (h *file) Truncate(size int64) error {
 	}
 	f := h.fsys
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer f.unlock()
 	s := h.ino.cur.Load().state()
 	if !s.isRegular() {
 		return layer.PathError("truncate", h.name, errInvalid)
@@ -322,7 +322,7 @@ func (h *file) change(op string, fn func(s *state)) error {
 	}
 	f := h.fsys
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer f.unlock()
 	ns := h.ino.cur.Load().state().with()
 	fn(ns)
 	f.set(h.ino, ns)
@@ -379,7 +379,7 @@ func (h *file) ReadDir(n int) ([]fs.DirEntry, error) {
 		if !e.isDir() {
 			return nil, layer.PathError("readdirent", h.name, syscall.ENOTDIR)
 		}
-		h.dir = &listing{kids: e.kids}
+		h.dir = &listing{kids: e.children()}
 	}
 	if h.frozen == nil && !h.fsys.linked(h.ino) {
 		// Linux lists nothing more of a removed directory.

@@ -22,6 +22,13 @@ type FS struct {
 	owner treap.Owner
 	now   func() time.Time
 	feed  layer.Feed // the changes, for Watch
+	// opened holds the indexes whose windows the operation in progress
+	// opened (see kidIndex); guarded by mu.
+	opened []*kidIndex
+	// indexMin and indexDrop are the sizes at which a directory gets and
+	// loses its hash index: the constants of the same names, which tests
+	// lower to index every directory.
+	indexMin, indexDrop int
 }
 
 var (
@@ -39,9 +46,9 @@ func New() *FS { return NewWithClock(time.Now) }
 // changes sets the clock to each change's recorded time, so that the
 // replayed tree matches the original to the nanosecond.
 func NewWithClock(now func() time.Time) *FS {
-	f := &FS{rootIno: &inode{}, now: now, owner: 1}
+	f := &FS{rootIno: &inode{}, now: now, owner: 1, indexMin: indexMin, indexDrop: indexDrop}
 	e := &entry{ino: f.rootIno}
-	e.st.Store(&state{mode: fs.ModeDir | 0o755, mtime: f.now().UnixNano(), kids: emptyDir})
+	e.st.Store(newDir(state{mode: fs.ModeDir | 0o755, mtime: f.now().UnixNano()}))
 	f.rootIno.cur.Store(e)
 	f.root.Store(e)
 	return f
@@ -73,7 +80,7 @@ func (f *FS) freeze() {
 
 // disown clears every owner's claim on the index nodes below dir.
 func disown(dir *entry) {
-	kids := dir.state().kids
+	kids := dir.state().children()
 	kids.Disown()
 	for _, e := range kids.All() {
 		if e.state().isDir() {
@@ -82,7 +89,7 @@ func disown(dir *entry) {
 	}
 }
 
-func (f *FS) view() view { return view{f.root.Load()} }
+func (f *FS) view() view { return view{f.root.Load(), true} }
 
 // linked reports whether ino is still reachable from the root.
 func (f *FS) linked(ino *inode) bool {
@@ -127,7 +134,7 @@ type Snapshot struct {
 	root *entry
 }
 
-func (s *Snapshot) view() view { return view{s.root} }
+func (s *Snapshot) view() view { return view{s.root, false} }
 
 // Open opens name for reading, following symlinks.
 func (s *Snapshot) Open(name string) (fs.File, error) {
@@ -164,11 +171,15 @@ func (s *Snapshot) Glob(pattern string) ([]string, error) { return fs.Glob(onlyF
 // onlyFS hides GlobFS so that fs.Glob does not call back into Glob.
 type onlyFS struct{ fs.ReadDirFS }
 
-// view holds the read operations over one state.
-type view struct{ root *entry }
+// view holds the read operations over one state: the live layer's, or a
+// snapshot's.
+type view struct {
+	root *entry
+	live bool
+}
 
 func (v view) resolve(op, name string, follow bool) (where, error) {
-	w, err := walk(v.root, name, follow)
+	w, err := walk(v.root, name, follow, v.live)
 	if err == nil && w.e == nil {
 		err = errNotExist
 	}
@@ -195,7 +206,7 @@ func (v view) readDir(name string) ([]fs.DirEntry, error) {
 	if !st.isDir() {
 		return nil, layer.PathError("open", name, errNotDir)
 	}
-	return list(st.kids, "", true, -1), nil
+	return list(st.children(), "", true, -1), nil
 }
 
 func (v view) readFile(name string) ([]byte, error) {

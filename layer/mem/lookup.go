@@ -22,12 +22,12 @@ var (
 // Every new state is whole before its inode takes it, so that a rename
 // or a removal shows whole.
 func (f *FS) LookupAt(dir pathwalk.Dir, name string) (pathwalk.Entry, error) {
-	return lookupAt(f.root.Load(), current(dir), name)
+	return lookupAt(f.root.Load(), current(dir), name, true)
 }
 
 // ReadLinkAt returns the target of the symlink name in dir.
 func (f *FS) ReadLinkAt(dir pathwalk.Dir, name string) (string, error) {
-	return readLinkAt(f.root.Load(), current(dir), name)
+	return readLinkAt(f.root.Load(), current(dir), name, true)
 }
 
 // Linked reports whether the directory of dir, a handle LookupAt returned
@@ -51,40 +51,43 @@ func current(dir pathwalk.Dir) pathwalk.Dir {
 // LookupAt looks name up in a directory found by an earlier LookupAt (nil:
 // the root).
 func (s *Snapshot) LookupAt(dir pathwalk.Dir, name string) (pathwalk.Entry, error) {
-	return lookupAt(s.root, dir, name)
+	return lookupAt(s.root, dir, name, false)
 }
 
 // ReadLinkAt returns the target of the symlink name in dir.
 func (s *Snapshot) ReadLinkAt(dir pathwalk.Dir, name string) (string, error) {
-	return readLinkAt(s.root, dir, name)
+	return readLinkAt(s.root, dir, name, false)
 }
 
-func lookupAt(root *entry, dir pathwalk.Dir, name string) (pathwalk.Entry, error) {
+// lookupAt, readLinkAt and kid take live for a lookup of the live layer,
+// which large directories' hash indexes may answer (see kidIndex).
+
+func lookupAt(root *entry, dir pathwalk.Dir, name string, live bool) (pathwalk.Entry, error) {
 	d, _ := dir.(*entry)
 	if d == nil {
 		d = root
 	}
-	child, err := kid(d, name)
+	child, err := kid(d, name, live)
 	if err != nil {
 		return pathwalk.Entry{}, err
 	}
-	return entryOf(child, name), nil
+	return entryOf(child, name, live), nil
 }
 
-func readLinkAt(root *entry, dir pathwalk.Dir, name string) (string, error) {
+func readLinkAt(root *entry, dir pathwalk.Dir, name string, live bool) (string, error) {
 	d, _ := dir.(*entry)
 	if d == nil {
 		d = root
 	}
-	return linkOf(d, name)
+	return linkOf(d, name, live)
 }
 
-func kid(dir *entry, name string) (*entry, error) {
+func kid(dir *entry, name string, live bool) (*entry, error) {
 	ds := dir.state()
 	if !ds.isDir() {
 		return nil, syscall.ENOTDIR
 	}
-	child, ok := ds.kids.Get(name)
+	child, ok := getKid(ds, name, live)
 	if !ok {
 		return nil, syscall.ENOENT
 	}
@@ -92,7 +95,7 @@ func kid(dir *entry, name string) (*entry, error) {
 }
 
 // entryOf describes child; a directory's Dir is its entry.
-func entryOf(child *entry, name string) pathwalk.Entry {
+func entryOf(child *entry, name string, live bool) pathwalk.Entry {
 	cs := child.state()
 	e := pathwalk.Entry{Info: child.info(name, cs)}
 	if cs.isSymlink() {
@@ -100,15 +103,15 @@ func entryOf(child *entry, name string) pathwalk.Entry {
 	}
 	if cs.isDir() {
 		e.Dir = child
-		if o, ok := cs.kids.Get(layer.OpaqueName); ok && layer.IsWhiteout(o.state().mode) {
+		if o, ok := getKid(cs, layer.OpaqueName, live); ok && layer.IsWhiteout(o.state().mode) {
 			e.Opaque = true
 		}
 	}
 	return e
 }
 
-func linkOf(dir *entry, name string) (string, error) {
-	child, err := kid(dir, name)
+func linkOf(dir *entry, name string, live bool) (string, error) {
+	child, err := kid(dir, name, live)
 	if err != nil {
 		return "", err
 	}

@@ -50,9 +50,9 @@ func (f *FS) mkdirAll(name string, perm fs.FileMode) (bool, error) {
 			if below != nil {
 				n := strings.Clone(elems[i+1])
 				below.ino.parent.Store(e.ino)
-				below.ino.name = n
+				below.name = n
 				st := e.state()
-				st.kids = st.kids.Set(n, below)
+				st.dir.kids = st.dir.kids.Set(n, below)
 			}
 			below = e
 		}

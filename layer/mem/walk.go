@@ -24,9 +24,11 @@ type where struct {
 
 // walk resolves name from root, following symlinks in every element and in
 // the last one too when follow is set, by the rules of package pathwalk.
+// live says that root is the live layer's, whose large directories'
+// indexes may answer (see kidIndex); a snapshot's walk sets it false.
 // The error is a bare errno or fs sentinel; callers wrap it with their Op.
-func walk(root *entry, name string, follow bool) (where, error) {
-	if w, ok := walkNames(root, name, follow); ok {
+func walk(root *entry, name string, follow, live bool) (where, error) {
+	if w, ok := walkNames(root, name, follow, live); ok {
 		return w, nil
 	}
 	w, _, err := walkTo(root, name, follow, false)
@@ -40,7 +42,7 @@ func walk(root *entry, name string, follow bool) (where, error) {
 // one may be missing. It reports false for anything else, which walkTo then
 // resolves from the start with every check in its order, so that the two
 // agree: a path walkNames accepts is one walkTo finds the same way.
-func walkNames(root *entry, name string, follow bool) (where, bool) {
+func walkNames(root *entry, name string, follow, live bool) (where, bool) {
 	if len(name) >= pathwalk.MaxPath {
 		return where{}, false
 	}
@@ -57,7 +59,7 @@ func walkNames(root *entry, name string, follow bool) (where, bool) {
 		if i == 0 || i > pathwalk.MaxName || elem == "." || elem == ".." || !ds.isDir() {
 			return where{}, false
 		}
-		child, ok := ds.kids.Get(elem)
+		child, ok := getKid(ds, elem, live)
 		if !ok {
 			if i == len(name) {
 				// Missing, as most names a union asks its upper
@@ -129,7 +131,7 @@ func walkTo(root *entry, name string, follow, create bool) (where, int, error) {
 		if mustDir && create {
 			return where{dir: dir, base: elem, slash: true}, -1, nil
 		}
-		child, ok := dir.state().kids.Get(elem)
+		child, ok := dir.state().children().Get(elem)
 		if !ok {
 			if last {
 				return where{dir: dir, base: elem, slash: mustDir}, from, nil

@@ -2,6 +2,7 @@ package mem
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"strings"
 	"sync"
@@ -12,8 +13,16 @@ import (
 // the full walk on every name it accepts, a missing last element among
 // them, and that it refuses what needs the full walk: symlinks, ".",
 // "..", "", trailing and doubled slashes, files used as directories,
-// non-ASCII and over-long elements, a missing directory on the way.
+// non-ASCII and over-long elements, a missing directory on the way. It
+// runs once with small directories and once with the root and a holding
+// enough entries to have hash indexes.
 func TestWalkNames(t *testing.T) {
+	for _, pad := range []int{0, indexMin} {
+		t.Run(fmt.Sprintf("pad=%d", pad), func(t *testing.T) { testWalkNames(t, pad) })
+	}
+}
+
+func testWalkNames(t *testing.T, pad int) {
 	f := New()
 	must := func(err error) {
 		t.Helper()
@@ -28,7 +37,15 @@ func TestWalkNames(t *testing.T) {
 	must(f.Symlink("b", "a/lb"))
 	must(f.Symlink("c/f", "a/b/lf"))
 	must(f.Symlink("/a", "top"))
+	for i := range pad {
+		must(f.WriteFile(fmt.Sprintf("pad%d", i), nil, 0o644))
+		must(f.WriteFile(fmt.Sprintf("a/pad%d", i), nil, 0o644))
+	}
 	root := f.root.Load()
+	if indexed := root.state().dir.idx != nil; indexed != (pad > 0) {
+		t.Fatalf("root indexed: %v, want %v", indexed, pad > 0)
+	}
+	must(f.Check())
 	long := strings.Repeat("n", 255)
 	for _, tc := range []struct {
 		name string
@@ -45,7 +62,7 @@ func TestWalkNames(t *testing.T) {
 		{strings.Repeat("a/", 2100) + "f", false},
 	} {
 		for _, follow := range []bool{true, false} {
-			fw, ok := walkNames(root, tc.name, follow)
+			fw, ok := walkNames(root, tc.name, follow, true)
 			want := tc.fast && !(tc.name == "top" && follow)
 			if tc.name == "a/b/lf" || tc.name == "top" {
 				want = !follow // a final symlink is the walk's own answer without follow

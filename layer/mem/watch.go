@@ -38,7 +38,7 @@ func (f *FS) pathOf(ino *inode) (p string, ok bool) {
 		if parent == nil {
 			return "", false
 		}
-		elems = append(elems, ino.name)
+		elems = append(elems, ino.cur.Load().name)
 		ino = parent
 	}
 	if len(elems) == 0 {

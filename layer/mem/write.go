@@ -50,12 +50,13 @@ func (f *FS) set(ino *inode, ns *state) {
 		}
 		pe := p.cur.Load()
 		old := pe.state()
-		kids := old.kids.SetOwned(f.owner, ino.name, ne)
-		if kids == old.kids && pe.epoch == f.epoch {
+		kids := old.children().SetOwned(f.owner, ne.name, ne)
+		f.indexRefresh(old, ne)
+		if kids == old.children() && pe.epoch == f.epoch {
 			return // linked in place: p's index is still the one published
 		}
 		ps := old.with()
-		ps.kids = kids
+		ps.dir.kids = kids
 		ino, ns = p, ps
 	}
 }
@@ -63,7 +64,7 @@ func (f *FS) set(ino *inode, ns *state) {
 // newEntry makes a new entry of the current epoch for ino, with state s,
 // and makes it ino's latest.
 func (f *FS) newEntry(ino *inode, s *state) *entry {
-	e := &entry{ino: ino, epoch: f.epoch}
+	e := &entry{ino: ino, epoch: f.epoch, name: ino.cur.Load().name}
 	e.st.Store(s)
 	ino.cur.Store(e)
 	return e
@@ -92,7 +93,9 @@ func (f *FS) setBoth(a *inode, as *state, b *inode, bs *state) {
 			ps = y.s
 		}
 		ps = ps.with()
-		ps.kids = ps.kids.Set(x.ino.name, f.newEntry(x.ino, x.s))
+		ne := f.newEntry(x.ino, x.s)
+		ps.dir.kids = ps.dir.kids.Set(ne.name, ne)
+		f.indexRefresh(ps, ne)
 		x = change{p, ps, x.depth - 1}
 		if y.ino == p {
 			y = x
@@ -115,8 +118,15 @@ func (f *FS) depth(ino *inode) int {
 // before it changes anything.
 func (f *FS) update(op func(root *entry, now int64) error) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer f.unlock()
 	return op(f.root.Load(), f.now().UnixNano())
+}
+
+// unlock ends a writer's operation: it closes the windows of the indexes
+// the operation changed and lets go of f.mu.
+func (f *FS) unlock() {
+	f.endIndexWrites()
+	f.mu.Unlock()
 }
 
 // create makes a new file with state s, not yet linked. The inode and its
@@ -124,7 +134,7 @@ func (f *FS) update(op func(root *entry, now int64) error) error {
 // a snapshot keeps that entry for life.
 func (f *FS) create(s *state) *entry {
 	if s.mode.IsDir() {
-		s.kids = emptyDir
+		s = newDir(*s)
 	}
 	n := &struct {
 		ino inode
@@ -141,10 +151,11 @@ func (f *FS) create(s *state) *entry {
 // as on Linux.
 func (f *FS) link(dir *entry, name string, e *entry, now int64) {
 	e.ino.parent.Store(dir.ino)
-	e.ino.name = name
+	e.name = name
 	ds := dir.ino.cur.Load().state().with()
 	inheritGroup(ds, e.state())
-	ds.kids = ds.kids.SetOwned(f.owner, name, e)
+	ds.dir.kids = ds.dir.kids.SetOwned(f.owner, name, e)
+	f.indexPut(ds, name, e)
 	ds.mtime = now
 	f.set(dir.ino, ds)
 	f.note(layer.OpCreate, e.ino)
@@ -165,7 +176,8 @@ func inheritGroup(ds, s *state) {
 func (f *FS) unlink(dir *entry, name string, e *entry, now int64) {
 	f.note(layer.OpRemove, e.ino)
 	ds := dir.ino.cur.Load().state().with()
-	ds.kids = ds.kids.DeleteOwned(f.owner, name)
+	ds.dir.kids = ds.dir.kids.DeleteOwned(f.owner, name)
+	f.indexDelete(ds, name)
 	ds.mtime = now
 	f.set(dir.ino, ds)
 	e.ino.parent.Store(nil)
@@ -179,7 +191,7 @@ func (f *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 	acc := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
 	if acc == os.O_RDONLY && flag&(os.O_CREATE|os.O_TRUNC) == 0 {
 		// Reading needs no lock.
-		w, err := walk(f.root.Load(), name, flag&syscall.O_NOFOLLOW == 0)
+		w, err := walk(f.root.Load(), name, flag&syscall.O_NOFOLLOW == 0, true)
 		if err == nil && w.e == nil {
 			err = errNotExist
 		}
@@ -282,7 +294,7 @@ func (f *FS) Create(name string) (layer.File, error) {
 // WriteFile writes data to name, creating it with perm or truncating it, as
 // [os.WriteFile] does, in one step: readers see the old or the new file.
 func (f *FS) WriteFile(name string, data []byte, perm fs.FileMode) error {
-	return f.writeFile(name, data, perm, func(root *entry) (where, error) { return walk(root, name, true) })
+	return f.writeFile(name, data, perm, func(root *entry) (where, error) { return walk(root, name, true, true) })
 }
 
 // writeFile is WriteFile of the entry find resolves in root, known as
@@ -330,7 +342,7 @@ func (f *FS) Mkdir(name string, perm fs.FileMode) error {
 		if err := checkCreate(name); err != nil {
 			return err
 		}
-		w, err := walk(root, name, false)
+		w, err := walk(root, name, false, true)
 		if err != nil {
 			return err
 		}
@@ -384,7 +396,7 @@ func (f *FS) MkdirAll(name string, perm fs.FileMode) error {
 // Remove removes the file, symlink, whiteout or empty directory name.
 func (f *FS) Remove(name string) error {
 	err := f.update(func(root *entry, now int64) error {
-		w, err := walk(root, name, false)
+		w, err := walk(root, name, false, true)
 		switch {
 		case err != nil:
 			return err
@@ -392,7 +404,7 @@ func (f *FS) Remove(name string) error {
 			return errInvalid
 		case w.e == nil:
 			return errNotExist
-		case w.e.state().isDir() && w.e.state().kids.Len() > 0:
+		case w.e.state().isDir() && w.e.state().children().Len() > 0:
 			return errNotEmpty
 		}
 		f.unlink(w.dir, w.base, w.e, now)
@@ -409,7 +421,7 @@ func (f *FS) Remove(name string) error {
 // not walked.
 func (f *FS) RemoveAll(name string) error {
 	err := f.update(func(root *entry, now int64) error {
-		w, err := walk(root, name, false)
+		w, err := walk(root, name, false, true)
 		switch {
 		case err == fs.ErrInvalid || err == nil && w.dir == nil:
 			return errInvalid
@@ -453,8 +465,8 @@ func (f *FS) rename(root *entry, oldname, newname string, now int64, left *entry
 	if err := checkCreate(newname); err != nil {
 		return err
 	}
-	nw, nerr := walk(root, newname, false)
-	ow, err := walk(root, oldname, false)
+	nw, nerr := walk(root, newname, false, true)
+	ow, err := walk(root, oldname, false, true)
 	if nerr == nil && nw.e != nil && nw.e.state().isDir() {
 		// os.Rename refuses to replace a directory, before asking the
 		// kernel: the error of Lstat(oldname), or else EEXIST.
@@ -511,7 +523,7 @@ func (f *FS) rename(root *entry, oldname, newname string, now int64, left *entry
 			if !ds.isDir() {
 				return errNotDir
 			}
-			if ds.kids.Len() > 0 {
+			if ds.children().Len() > 0 {
 				return errNotEmpty
 			}
 		} else if ds.isDir() {
@@ -527,17 +539,24 @@ func (f *FS) rename(root *entry, oldname, newname string, now int64, left *entry
 	}
 	if left != nil {
 		left.ino.parent.Store(from)
-		left.ino.name = strings.Clone(ow.base)
+		left.name = strings.Clone(ow.base)
 	}
+	// The file goes in under a new entry, which carries the new name.
+	moved := &entry{ino: src.ino, epoch: f.epoch, name: base}
+	moved.st.Store(src.state())
+	src.ino.cur.Store(moved)
 	if from == to {
 		s := ow.dir.state().with()
-		s.kids = leave(s.kids.Delete(ow.base), left).Set(base, src)
+		s.dir.kids = leave(s.dir.kids.Delete(ow.base), left).Set(base, moved)
+		f.indexMove(s, ow.base, left, base, moved)
 		s.mtime = now
 		f.set(from, s)
 	} else {
 		fromS, toS := ow.dir.state().with(), nw.dir.state().with()
-		fromS.kids = leave(fromS.kids.Delete(ow.base), left)
-		toS.kids = toS.kids.Set(base, src)
+		fromS.dir.kids = leave(fromS.dir.kids.Delete(ow.base), left)
+		f.indexMove(fromS, ow.base, left, "", nil)
+		toS.dir.kids = toS.dir.kids.Set(base, moved)
+		f.indexPut(toS, base, moved)
 		fromS.mtime, toS.mtime = now, now
 		f.setBoth(from, fromS, to, toS)
 	}
@@ -545,7 +564,6 @@ func (f *FS) rename(root *entry, oldname, newname string, now int64, left *entry
 		dst.ino.parent.Store(nil)
 	}
 	src.ino.parent.Store(to)
-	src.ino.name = base
 	if watched {
 		if newPath, ok := f.pathOf(src.ino); ok {
 			f.feed.Publish(layer.Change{Op: layer.OpRename, Name: oldPath, NewName: newPath})
@@ -571,7 +589,7 @@ func (f *FS) whiteout(name string, all bool) error {
 		if err := checkCreate(name); err != nil {
 			return err
 		}
-		w, err := walk(root, name, false)
+		w, err := walk(root, name, false, true)
 		switch {
 		case err != nil:
 			return err
@@ -581,7 +599,7 @@ func (f *FS) whiteout(name string, all bool) error {
 			if err := layer.CheckElem(w.base); err != nil {
 				return err
 			}
-		case !all && w.e.state().isDir() && w.e.state().kids.Len() > 0:
+		case !all && w.e.state().isDir() && w.e.state().children().Len() > 0:
 			return errNotEmpty
 		}
 		if w.e != nil {
@@ -609,7 +627,7 @@ func (f *FS) Symlink(oldname, newname string) error {
 		if err := layer.CheckSymlink(oldname, newname); err != nil {
 			return err
 		}
-		w, err := walk(root, newname, false)
+		w, err := walk(root, newname, false, true)
 		switch {
 		case err != nil:
 			return err
@@ -642,7 +660,7 @@ func checkCreate(name string) error {
 // change applies fn to a new state of the file name resolves to.
 func (f *FS) change(op, name string, follow bool, fn func(s *state)) error {
 	err := f.update(func(root *entry, now int64) error {
-		w, err := walk(root, name, follow)
+		w, err := walk(root, name, follow, true)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,265 @@
+package mem
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/packfs/packfs/internal/testsize"
+)
+
+// TestIndexBesideWriters runs lookups of the live layer beside every
+// writer that changes a large directory's hash index: creates and removes
+// that grow the index, fill it with tombstones, rebuild it and drop it;
+// renames within a directory and across two, RenameUnion leaving
+// whiteouts, whiteouts over files, copy-ups (CopyIn) and rewrites after
+// snapshots, which point slots at new entries. Readers check that
+//
+//   - a file no writer touches never goes missing, and has one of the two
+//     sizes it is written with;
+//   - a file renamed along a chain of names n0 → n1 → ..., alternating
+//     within a directory and across two, is always under exactly one:
+//     looking its names up in order never passes it (it was under none)
+//     and a name behind one it was found under never shows it again (it
+//     was under two).
+//
+// The untouched files are also looked up as a union does, with LookupAt
+// and OpenAt through a handle of their directory. Check verifies the
+// indexes against the treaps as the run goes.
+func TestIndexBesideWriters(t *testing.T) {
+	for _, small := range []bool{false, true} {
+		t.Run(fmt.Sprintf("every-directory=%v", small), func(t *testing.T) {
+			f := New()
+			if small {
+				f.indexMin, f.indexDrop = 2, 1
+			}
+			testIndexBesideWriters(t, f)
+		})
+	}
+}
+
+func testIndexBesideWriters(t *testing.T, f *FS) {
+	rounds := 40
+	if testsize.Short() || raceEnabled {
+		rounds = 8
+	}
+	const stable, filler = 10, 150
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{"d0", "d1"} {
+		must(f.Mkdir(d, 0o755))
+		for i := range stable {
+			must(f.WriteFile(fmt.Sprintf("%s/s%d", d, i), []byte("x"), 0o644))
+		}
+	}
+	// chainName is where the chained file is at step k: names k and k+1
+	// share a directory for even k and not for odd k.
+	chainName := func(k int64) string { return fmt.Sprintf("d%d/n%d", (k+1)/2%2, k) }
+	must(f.WriteFile(chainName(0), []byte("c"), 0o644))
+	var at atomic.Int64 // the chain step last completed
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	fail := func(format string, args ...any) {
+		t.Errorf(format, args...)
+		stop.Store(true)
+	}
+
+	// The chain's writer.
+	wg.Go(func() {
+		for k := int64(0); !stop.Load(); k++ {
+			if err := f.Rename(chainName(k), chainName(k+1)); err != nil {
+				fail("chain rename %d: %v", k, err)
+				return
+			}
+			at.Store(k + 1)
+		}
+	})
+	// The churn's writer: it ends the run.
+	wg.Go(func() {
+		defer stop.Store(true)
+		for r := range rounds {
+			d := fmt.Sprintf("d%d", r%2)
+			for i := range filler {
+				name := fmt.Sprintf("%s/f%d", d, i)
+				var err error
+				switch i % 5 {
+				case 0:
+					err = f.CopyIn(d, []Copy{{Name: fmt.Sprintf("f%d", i), Mode: 0o644, Data: strings.NewReader("copy")}})
+				case 1:
+					err = f.Symlink("s0", name)
+				default:
+					err = f.WriteFile(name, []byte("f"), 0o644)
+				}
+				if err != nil {
+					fail("create %s: %v", name, err)
+					return
+				}
+			}
+			f.Snapshot()
+			for i := range stable {
+				// A rewrite after a snapshot makes a new entry, which
+				// the index's slot must follow.
+				if err := f.WriteFile(fmt.Sprintf("%s/s%d", d, i), []byte("xy"[:1+r%2]), 0o644); err != nil {
+					fail("rewrite: %v", err)
+					return
+				}
+			}
+			for i := range filler {
+				name := fmt.Sprintf("%s/f%d", d, i)
+				var err error
+				switch i % 4 {
+				case 0:
+					err = f.RenameUnion(name, fmt.Sprintf("%s/g%d", d, i), true)
+					if err == nil {
+						err = f.Remove(fmt.Sprintf("%s/g%d", d, i))
+					}
+				case 1:
+					err = f.Whiteout(name)
+				default:
+				}
+				if err == nil {
+					err = f.Remove(name)
+				}
+				if err != nil {
+					fail("remove %s: %v", name, err)
+					return
+				}
+			}
+			if err := f.Check(); err != nil {
+				fail("round %d: %v", r, err)
+				return
+			}
+		}
+	})
+	// Readers.
+	for g := range 2 {
+		wg.Go(func() {
+			var k int64
+			for n := 0; !stop.Load(); n++ {
+				name := fmt.Sprintf("d%d/s%d", (n+g)%2, n%stable)
+				fi, err := f.Stat(name)
+				if err != nil {
+					fail("stat %s: %v", name, err)
+					return
+				}
+				if fi.Size() != 1 && fi.Size() != 2 {
+					fail("stat %s: size %d", name, fi.Size())
+					return
+				}
+				// The same file through a union's calls: a handle of
+				// its directory, then the name in it.
+				d, err := f.LookupAt(nil, fmt.Sprintf("d%d", (n+g)%2))
+				if err != nil {
+					fail("LookupAt of the directory of %s: %v", name, err)
+					return
+				}
+				base := fmt.Sprintf("s%d", n%stable)
+				if _, err := f.LookupAt(d.Dir, base); err != nil {
+					fail("LookupAt %s: %v", name, err)
+					return
+				}
+				h, err := f.OpenAt(d.Dir, base, name)
+				if err != nil {
+					fail("OpenAt %s: %v", name, err)
+					return
+				}
+				h.Close()
+				// Follow the chain from k, its last known step.
+				for {
+					_, err := f.Lstat(chainName(k))
+					if err == nil {
+						break
+					}
+					if !errors.Is(err, fs.ErrNotExist) {
+						fail("lstat %s: %v", chainName(k), err)
+						return
+					}
+					if k > at.Load()+1 {
+						fail("chained file under none of its names up to %s", chainName(k))
+						return
+					}
+					k++
+				}
+				if k > 0 {
+					if _, err := f.Lstat(chainName(k - 1)); err == nil {
+						fail("chained file under %s after %s", chainName(k-1), chainName(k))
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := f.Check(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestIndexTable drives one table through growth, tombstones and
+// rebuilds and compares it with a map after each step.
+func TestIndexTable(t *testing.T) {
+	f := New()
+	ds := newDir(state{mode: fs.ModeDir})
+	model := map[string]*entry{}
+	put := func(name string) {
+		e := &entry{ino: &inode{}, name: name}
+		ds.dir.kids = ds.dir.kids.Set(name, e)
+		f.indexPut(ds, name, e)
+		model[name] = e
+	}
+	del := func(name string) {
+		ds.dir.kids = ds.dir.kids.Delete(name)
+		f.indexDelete(ds, name)
+		delete(model, name)
+	}
+	verify := func(step string) {
+		t.Helper()
+		f.endIndexWrites()
+		if err := f.checkIndex(ds); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if x := ds.dir.idx; x != nil {
+			for name, e := range model {
+				if got, known := x.get(name); !known || got != e {
+					t.Fatalf("%s: get(%q) = %p, %v, want %p", step, name, got, known, e)
+				}
+			}
+			for _, name := range []string{"", "absent", strings.Repeat("n", 255)} {
+				if got, known := x.get(name); !known || got != nil {
+					t.Fatalf("%s: get(%q) = %p, %v, want none", step, name, got, known)
+				}
+			}
+		}
+	}
+	for i := range 1000 {
+		put(fmt.Sprintf("f%d", i))
+	}
+	verify("grown")
+	if ds.dir.idx == nil {
+		t.Fatal("no index at 1,000 entries")
+	}
+	// Churn at a steady size: tombstones pile up and force rebuilds.
+	for i := range 5000 {
+		del(fmt.Sprintf("f%d", i))
+		put(fmt.Sprintf("f%d", i+1000))
+		if i%997 == 0 {
+			verify(fmt.Sprintf("churn %d", i))
+		}
+	}
+	verify("churned")
+	for i := 5000; i < 6000-indexDrop+1; i++ {
+		del(fmt.Sprintf("f%d", i))
+	}
+	verify("shrunk")
+	if ds.dir.idx != nil {
+		t.Fatalf("index kept at %d entries", ds.dir.kids.Len())
+	}
+}
