@@ -22,6 +22,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/packfs/packfs/bench/internal/cputime"
 	"github.com/packfs/packfs/bench/internal/workload"
 )
 
@@ -121,12 +122,12 @@ func BenchmarkCreate(b *testing.B) {
 func BenchmarkRead(b *testing.B) {
 	eachBackend(b, func(b *testing.B, bk backend) {
 		be, names := populated(b, bk)
-		cpu := startCPU()
+		cpu := cputime.Start()
 		for b.Loop() {
 			must(b, workload.ReadAll(be, names, smallSize))
 		}
 		perUnit(b, nSmall, "file")
-		cpu.report(b, nSmall, "file")
+		cpu.Report(b, nSmall, "file")
 	})
 }
 
@@ -134,12 +135,12 @@ func BenchmarkRead(b *testing.B) {
 func BenchmarkStat(b *testing.B) {
 	eachBackend(b, func(b *testing.B, bk backend) {
 		be, names := populated(b, bk)
-		cpu := startCPU()
+		cpu := cputime.Start()
 		for b.Loop() {
 			must(b, workload.StatAll(be, names))
 		}
 		perUnit(b, nSmall, "file")
-		cpu.report(b, nSmall, "file")
+		cpu.Report(b, nSmall, "file")
 	})
 }
 
@@ -148,7 +149,7 @@ func BenchmarkReadDir(b *testing.B) {
 	eachBackend(b, func(b *testing.B, bk backend) {
 		be, _ := populated(b, bk)
 		run := be.Path("run")
-		cpu := startCPU()
+		cpu := cputime.Start()
 		for b.Loop() {
 			n, err := be.ReadDir(run)
 			must(b, err)
@@ -157,7 +158,7 @@ func BenchmarkReadDir(b *testing.B) {
 			}
 		}
 		perUnit(b, nSmall, "entry")
-		cpu.report(b, nSmall, "entry")
+		cpu.Report(b, nSmall, "entry")
 	})
 }
 
@@ -189,12 +190,12 @@ func BenchmarkConcurrent(b *testing.B) {
 			names[g] = workload.Names(be, "run", fmt.Sprintf("g%d-", g), perWorker)
 		}
 		data := workload.Payload(smallSize)
-		cpu := startCPU()
+		cpu := cputime.Start()
 		for b.Loop() {
 			must(b, workload.CreateReadRemove(be, names, data))
 		}
 		perUnit(b, nWorkers*perWorker, "file")
-		cpu.report(b, nWorkers*perWorker, "file")
+		cpu.Report(b, nWorkers*perWorker, "file")
 	})
 }
 
@@ -205,12 +206,12 @@ func BenchmarkReadMostly(b *testing.B) {
 		be, names := populated(b, bk)
 		data := workload.Payload(smallSize)
 		var seed uint64
-		cpu := startCPU()
+		cpu := cputime.Start()
 		for b.Loop() {
 			seed++
 			must(b, workload.ReadMostly(be, names, data, nWorkers, mostlyOps, writePct, seed))
 		}
 		perUnit(b, nWorkers*mostlyOps, "access")
-		cpu.report(b, nWorkers*mostlyOps, "access")
+		cpu.Report(b, nWorkers*mostlyOps, "access")
 	})
 }

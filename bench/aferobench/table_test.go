@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/packfs/packfs/bench/internal/cputime"
 	"github.com/packfs/packfs/bench/internal/workload"
 )
 
@@ -114,10 +115,10 @@ func BenchmarkTable(b *testing.B) {
 					c := cols[(k+int(seed))%len(cols)]
 					must(b, w.Prep(c.fsys, c.names))
 					runtime.GC()
-					start, cpu := time.Now(), cpuNow()
+					start, cpu := time.Now(), cputime.Now()
 					must(b, w.Run(c.fsys, c.names, seed))
 					if *tableCPU {
-						c.took = append(c.took, cpuNow()-cpu)
+						c.took = append(c.took, cputime.Now()-cpu)
 					} else {
 						c.took = append(c.took, time.Since(start))
 					}

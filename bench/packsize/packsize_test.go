@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/packfs/packfs/bench/internal/cputime"
 	"github.com/packfs/packfs/packreader"
 	"github.com/packfs/packfs/packwriter"
 )
@@ -369,7 +370,7 @@ func BenchmarkSeqRead(b *testing.B) {
 			}
 			defer r.Close()
 			b.SetBytes(64 << 20)
-			cpu := startCPU()
+			cpu := cputime.Start()
 			for b.Loop() {
 				h, err := r.Open("big")
 				if err != nil {
@@ -380,14 +381,14 @@ func BenchmarkSeqRead(b *testing.B) {
 				}
 				h.Close()
 			}
-			cpu.report(b, 1, "op")
+			cpu.Report(b, 1, "op")
 		})
 	}
 	// Cold: a fresh Reader each time, so that every frame is decompressed
 	// (the default cache holds the whole file after one pass).
 	b.Run("backend=pack-zstd-cold", func(b *testing.B) {
 		b.SetBytes(64 << 20)
-		cpu := startCPU()
+		cpu := cputime.Start()
 		for b.Loop() {
 			r, err := packreader.Open(f.bigZstd)
 			if err != nil {
@@ -403,12 +404,12 @@ func BenchmarkSeqRead(b *testing.B) {
 			h.Close()
 			r.Close()
 		}
-		cpu.report(b, 1, "op")
+		cpu.Report(b, 1, "op")
 	})
 	// Cold, through ReadFile: a copy of the whole file.
 	b.Run("backend=pack-zstd-cold-ReadFile", func(b *testing.B) {
 		b.SetBytes(64 << 20)
-		cpu := startCPU()
+		cpu := cputime.Start()
 		for b.Loop() {
 			r, err := packreader.Open(f.bigZstd)
 			if err != nil {
@@ -419,7 +420,7 @@ func BenchmarkSeqRead(b *testing.B) {
 			}
 			r.Close()
 		}
-		cpu.report(b, 1, "op")
+		cpu.Report(b, 1, "op")
 	})
 }
 
@@ -463,7 +464,7 @@ func BenchmarkSeqReadCeiling(b *testing.B) {
 				bufs[k] = make([]byte, frame+16)
 			}
 			b.SetBytes(int64(len(data)))
-			cpu := startCPU()
+			cpu := cputime.Start()
 			for b.Loop() {
 				var wg sync.WaitGroup
 				for k := range g {
@@ -478,7 +479,7 @@ func BenchmarkSeqReadCeiling(b *testing.B) {
 				}
 				wg.Wait()
 			}
-			cpu.report(b, 1, "op")
+			cpu.Report(b, 1, "op")
 		})
 	}
 }

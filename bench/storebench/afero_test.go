@@ -10,6 +10,7 @@ import (
 
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/aferoadapter"
+	"github.com/packfs/packfs/bench/internal/cputime"
 	"github.com/packfs/packfs/bench/internal/workload"
 	"github.com/packfs/packfs/layer/mem"
 	"github.com/spf13/afero"
@@ -62,8 +63,8 @@ func must(tb testing.TB, err error) {
 // cpu-ns/unit beside ns/unit: on a shared machine it is the steadier.
 type cpuTimer struct{ spent, at time.Duration }
 
-func (c *cpuTimer) start() { c.at = cpuNow() }
-func (c *cpuTimer) stop()  { c.spent += cpuNow() - c.at }
+func (c *cpuTimer) start() { c.at = cputime.Now() }
+func (c *cpuTimer) stop()  { c.spent += cputime.Now() - c.at }
 
 func perUnit(b *testing.B, c *cpuTimer, units int, unit string) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/(float64(b.N)*float64(units)), "ns/"+unit)

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/packfs/packfs"
+	"github.com/packfs/packfs/bench/internal/cputime"
 	"github.com/packfs/packfs/vfs"
 	bolt "go.etcd.io/bbolt"
 )
@@ -180,11 +181,11 @@ func PackFSSingleKey(dir string, files, txs, committers int, hot bool) (Result, 
 		return Result{}, err
 	}
 	defer s.Close()
-	start, cpu := time.Now(), cpuNow()
+	start, cpu := time.Now(), cputime.Now()
 	err = commit(txs, files, committers, hot, func(k string) error {
 		return s.Update(func(tx *packfs.Tx) error { return tx.WriteFile(k, Value, 0o644) })
 	})
-	r := Result{Tx: txs * committers, Elapsed: time.Since(start), Syncs: c.syncs.Load(), Bytes: c.bytes.Load(), CPU: cpuNow() - cpu}
+	r := Result{Tx: txs * committers, Elapsed: time.Since(start), Syncs: c.syncs.Load(), Bytes: c.bytes.Load(), CPU: cputime.Now() - cpu}
 	if err != nil {
 		return r, err
 	}
@@ -202,7 +203,7 @@ func PackFSMultiKey(dir string, txs, keys int) (Result, error) {
 		return Result{}, err
 	}
 	defer s.Close()
-	start, cpu := time.Now(), cpuNow()
+	start, cpu := time.Now(), cputime.Now()
 	for t := range txs {
 		err := s.Update(func(tx *packfs.Tx) error {
 			for k := range keys {
@@ -216,7 +217,7 @@ func PackFSMultiKey(dir string, txs, keys int) (Result, error) {
 			return Result{}, err
 		}
 	}
-	r := Result{Tx: txs, Elapsed: time.Since(start), Syncs: c.syncs.Load(), Bytes: c.bytes.Load(), CPU: cpuNow() - cpu}
+	r := Result{Tx: txs, Elapsed: time.Since(start), Syncs: c.syncs.Load(), Bytes: c.bytes.Load(), CPU: cputime.Now() - cpu}
 	t := time.Now()
 	err = s.Checkpoint()
 	r.Checkpoint = time.Since(t)
@@ -256,11 +257,11 @@ func BoltSingleKey(dir string, files, txs, committers int, hot bool) (Result, er
 		return Result{}, err
 	}
 	defer db.Close()
-	start, cpu := time.Now(), cpuNow()
+	start, cpu := time.Now(), cputime.Now()
 	err = commit(txs, files, committers, hot, func(k string) error {
 		return db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("k")).Put([]byte(k), Value) })
 	})
-	return Result{Tx: txs * committers, Elapsed: time.Since(start), Syncs: -1, Bytes: -1, CPU: cpuNow() - cpu}, err
+	return Result{Tx: txs * committers, Elapsed: time.Since(start), Syncs: -1, Bytes: -1, CPU: cputime.Now() - cpu}, err
 }
 
 // BoltMultiKey is PackFSMultiKey on bbolt.
@@ -270,7 +271,7 @@ func BoltMultiKey(dir string, txs, keys int) (Result, error) {
 		return Result{}, err
 	}
 	defer db.Close()
-	start, cpu := time.Now(), cpuNow()
+	start, cpu := time.Now(), cputime.Now()
 	for t := range txs {
 		err := db.Update(func(tx *bolt.Tx) error {
 			b := tx.Bucket([]byte("k"))
@@ -285,7 +286,7 @@ func BoltMultiKey(dir string, txs, keys int) (Result, error) {
 			return Result{}, err
 		}
 	}
-	return Result{Tx: txs, Elapsed: time.Since(start), Syncs: -1, Bytes: -1, CPU: cpuNow() - cpu}, nil
+	return Result{Tx: txs, Elapsed: time.Since(start), Syncs: -1, Bytes: -1, CPU: cputime.Now() - cpu}, nil
 }
 
 // RawFsync appends txs records of a key and a 128-byte value to a file,
