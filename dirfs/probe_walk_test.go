@@ -920,7 +920,11 @@ func deepPathChecks(t *testing.T) {
 // call may reach base/file; the calls reach root/file or fail.
 func TestWalkDirMovedOut(t *testing.T) {
 	iterations := 1000
-	if !testsize.Short() {
+	switch {
+	case !testsize.Short() && raceEnabled:
+		// As TestCVE201815664: the movers take both cores.
+		iterations = 4000
+	case !testsize.Short():
 		iterations = 20000
 	}
 	for _, m := range modes {
@@ -1008,7 +1012,11 @@ func TestWalkDirMovedOut(t *testing.T) {
 // changes.
 func TestWalkLastSwapped(t *testing.T) {
 	iterations := 1000
-	if !testsize.Short() {
+	switch {
+	case !testsize.Short() && raceEnabled:
+		// As TestCVE201815664: the movers take both cores.
+		iterations = 4000
+	case !testsize.Short():
 		iterations = 20000
 	}
 	for _, m := range modes {
@@ -1144,6 +1152,8 @@ func TestWalkRenamesElsewhereProbes(t *testing.T) {
 	// machine where the renames rarely overlap the lookups.
 	rounds, enough := 8, int64(20)
 	switch {
+	case !testsize.Short() && raceEnabled:
+		rounds, enough = 20, 2000
 	case !testsize.Short():
 		rounds, enough = 100, 20000
 	case raceEnabled:
@@ -1175,6 +1185,10 @@ func TestProbeWalkDifferential(t *testing.T) {
 	for i, op := range probeOps() {
 		every := 1
 		switch {
+		case !testsize.Short() && raceEnabled && op.writes:
+			every = 4
+		case !testsize.Short() && raceEnabled:
+			every = 2
 		case !testsize.Short():
 		case raceEnabled && op.writes:
 			every = 12
@@ -1243,7 +1257,10 @@ func TestWalkRenamesElsewhereWrites(t *testing.T) {
 	// Until 10 lookups were walked, or for a bounded number of rounds on
 	// a machine where the renames rarely overlap the lookups.
 	rounds, enough := 4, int64(10)
-	if !testsize.Short() {
+	switch {
+	case !testsize.Short() && raceEnabled:
+		rounds, enough = 5, 250
+	case !testsize.Short():
 		rounds, enough = 20, 1000
 	}
 	start := dirfs.Walks()

@@ -57,7 +57,10 @@ func TestRenamesElsewhere(t *testing.T) {
 	// in a row), or for a bounded number of tries on a machine where the
 	// renames rarely overlap the lookups.
 	tries, want := 20000, int64(20)
-	if !testsize.Short() {
+	switch {
+	case !testsize.Short() && raceEnabled:
+		tries, want = 40000, 100
+	case !testsize.Short():
 		tries, want = 200000, 200
 	}
 	start := dirfs.Walks()
