@@ -114,6 +114,6 @@ func (f *FS) whereIn(root *entry, dir pathwalk.Dir, name string) (where, error) 
 	if err := pathwalk.CheckElem(name); err != nil {
 		return where{}, err
 	}
-	e, _ := getKid(d.state(), name, true)
+	e, _ := getKid(f, d, d.state(), name)
 	return where{dir: d, base: name, e: e}, nil
 }

@@ -66,17 +66,18 @@ func (f *FS) check(dir *entry, name string) error {
 	return nil
 }
 
-// checkIndex verifies that a live directory of f.indexMin entries or more
-// has a hash index, and that the index, closed, holds exactly the
-// directory's entries, each in the slot its probe sequence finds.
+// checkIndex verifies that the hash index of a live directory, if it has
+// one, is closed, holds exactly the directory's entries, each in the slot
+// its probe sequence finds, and that the directory has not fallen below
+// f.indexDrop entries.
 func (f *FS) checkIndex(ds *state) error {
 	kids := ds.dir.kids
-	x := ds.dir.idx
+	x := ds.dir.idx.Load()
 	if x == nil {
-		if kids.Len() >= f.indexMin {
-			return fmt.Errorf("%d entries and no hash index", kids.Len())
-		}
 		return nil
+	}
+	if kids.Len() < f.indexDrop {
+		return fmt.Errorf("hash index kept at %d entries", kids.Len())
 	}
 	if x.dead || x.open || x.seq.Load()&1 != 0 {
 		return fmt.Errorf("hash index left open (dead %v, seq %d)", x.dead, x.seq.Load())

@@ -53,7 +53,7 @@ func (f *FS) copyIn(op, dir string, chain []Copy, over bool) error {
 		states[i] = s
 	}
 	err := f.update(func(root *entry, now int64) error {
-		w, err := walk(root, dir, true, true)
+		w, err := walk(root, dir, true, f)
 		switch {
 		case err != nil:
 			return err

@@ -39,13 +39,17 @@
 // an entry O(log n) time and O(1) memory in its directory, and renaming
 // or removing a directory does not depend on what it holds; listing k
 // entries costs O(k + log n). A directory of the live layer with 64
-// entries or more also keeps a hash index of them, which lookups of the
-// live layer ask first, without a lock: a name costs one probe there, in
-// expected O(1), where the treap takes O(log n) dependent loads. The
-// treap stays the truth (snapshots, listings and every edit use it), and
-// a lookup that meets the index in the middle of a change asks the treap
-// instead, so that the index never shows an operation half done. It
-// costs about 9 bytes a slot, 18 an entry at 1,000. File contents live
+// entries or more that is read also keeps a hash index of them, which
+// lookups of the live layer ask first, without a lock: a name costs one
+// probe there, in expected O(1), where the treap takes O(log n) dependent
+// loads. The treap stays the truth (snapshots, listings and every edit
+// use it), and a lookup that meets the index in the middle of a change
+// asks the treap instead, so that the index never shows an operation half
+// done. It costs about 9 bytes a slot, 18 an entry at 1,000, and every
+// write to the directory a probe to keep it, so it is built by the first
+// lookup that finds the directory large and the writer's lock free, in
+// O(n), and never by a writer: a directory that is only filled or
+// emptied has none. File contents live
 // in 64 KiB chunks under a persistent radix tree: appending never copies
 // what is already written and an overwrite copies only the chunks it
 // touches. Seeking past the end and writing, or truncating upwards, leaves

@@ -81,8 +81,10 @@ type dirState struct {
 	state
 	kids treap.Map[string, *entry] // entries by name
 	// idx is the hash index of a large live directory (see kidIndex),
-	// nil for a small one.
-	idx *kidIndex
+	// nil for a small one and for a large one no reader has asked of
+	// yet. It is atomic because a reader that takes the writer's lock
+	// without waiting builds it for the directory's published state.
+	idx atomic.Pointer[kidIndex]
 }
 
 // newDir returns a directory state of s's metadata with no entries.
@@ -168,8 +170,9 @@ func (s *state) target() string { return string(s.data.bytes()) }
 // with returns a copy of s: the start of every new state of its file.
 func (s *state) with() *state {
 	if s.dir != nil {
-		d := *s.dir
-		d.dir = &d
+		d := &dirState{state: *s, kids: s.dir.kids}
+		d.idx.Store(s.dir.idx.Load())
+		d.dir = d
 		return &d.state
 	}
 	n := *s

@@ -89,7 +89,7 @@ func disown(dir *entry) {
 	}
 }
 
-func (f *FS) view() view { return view{f.root.Load(), true} }
+func (f *FS) view() view { return view{f.root.Load(), f} }
 
 // linked reports whether ino is still reachable from the root.
 func (f *FS) linked(ino *inode) bool {
@@ -134,7 +134,7 @@ type Snapshot struct {
 	root *entry
 }
 
-func (s *Snapshot) view() view { return view{s.root, false} }
+func (s *Snapshot) view() view { return view{s.root, nil} }
 
 // Open opens name for reading, following symlinks.
 func (s *Snapshot) Open(name string) (fs.File, error) {
@@ -175,7 +175,7 @@ type onlyFS struct{ fs.ReadDirFS }
 // snapshot's.
 type view struct {
 	root *entry
-	live bool
+	live *FS // the layer, for the live layer's; nil for a snapshot's
 }
 
 func (v view) resolve(op, name string, follow bool) (where, error) {

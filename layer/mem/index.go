@@ -34,8 +34,15 @@ import (
 // a half-done change only to throw it away.
 //
 // An index costs 9 bytes a slot at a load of 3/8 to 7/8, about 18 bytes
-// an entry at 1,000 entries; a directory gets one when it reaches
-// indexMin entries and loses it when it falls below indexDrop.
+// an entry at 1,000 entries, and keeping it up to date costs every write
+// to the directory a probe and the window's atomics. So a directory gets
+// one only when it is read: a lookup of the live layer that searches the
+// treap of a directory of indexMin entries or more without an index
+// builds one, in O(n), if it can take the writer's lock without waiting
+// (buildIndexOf), and otherwise leaves it to a later lookup. A writer,
+// which holds the lock, never builds one, so that a directory that is
+// only written (filled, emptied) pays nothing for indexes. A directory
+// loses its index when it falls below indexDrop entries.
 
 const (
 	indexMin  = 64 // entries at which a directory gets an index
@@ -52,8 +59,9 @@ const (
 var indexSeed = maphash.MakeSeed()
 
 // kidIndex is the hash index of one directory of the live tree, shared by
-// every state of the directory from the one it was built for on (state.with
-// copies the pointer); only the live directory's is kept up to date.
+// every state of the directory from the one it was built for on, the
+// directory's latest state when it was built (state.with copies the
+// pointer); only the live directory's is kept up to date.
 type kidIndex struct {
 	// seq is odd while the writer changes what the index answers.
 	seq atomic.Uint64
@@ -187,8 +195,8 @@ func (t *kidTable) setCtrl(i int, b uint64) {
 // capacity is the number of slots.
 func (t *kidTable) capacity() int { return len(t.groups) * groupSize }
 
-// buildIndex returns an index of every entry of ds, a new directory state
-// no reader has yet.
+// buildIndex returns an index of every entry of ds, a directory's latest
+// state; the caller holds FS.mu and publishes it whole.
 func buildIndex(ds *state) *kidIndex {
 	kids := ds.dir.kids
 	t := newTable(kids.Len())
@@ -216,16 +224,42 @@ func (x *kidIndex) get(name string) (e *entry, known bool) {
 	return e, true
 }
 
-// getKid looks name up in ds, a directory's state: in its hash index
-// when live says ds is of the live layer and the index answers, and
-// otherwise in its treap.
-func getKid(ds *state, name string, live bool) (*entry, bool) {
-	if x := ds.dir.idx; live && x != nil {
-		if e, known := x.get(name); known {
-			return e, e != nil
+// getKid looks name up in ds, the state of the directory d: when live is
+// the layer, ds being of its live tree, in the hash index of ds if it has
+// one and the index answers, and otherwise in its treap. A lookup in the
+// treap of a large directory without an index asks live to build one.
+func getKid(live *FS, d *entry, ds *state, name string) (*entry, bool) {
+	if live != nil {
+		if x := ds.dir.idx.Load(); x != nil {
+			if e, known := x.get(name); known {
+				return e, e != nil
+			}
+		} else if ds.dir.kids.Len() >= live.indexMin {
+			live.buildIndexOf(d)
 		}
 	}
 	return ds.dir.kids.Get(name)
+}
+
+// buildIndexOf gives the directory of d, in its latest state, a hash
+// index, if it is linked, has indexMin entries or more and none yet, and
+// the writer's lock is free: a reader that has just searched its treap
+// calls it, and never waits for the lock. A writer, which holds it,
+// builds nothing. The index is whole and its window closed before the
+// state shows it, so that a reader that loads it may use it at once;
+// every later state of the directory shares it, and its writers keep it.
+func (f *FS) buildIndexOf(d *entry) {
+	if !f.mu.TryLock() {
+		return
+	}
+	defer f.mu.Unlock()
+	if !f.linked(d.ino) {
+		return // removed: no writer changes it, nor would keep an index
+	}
+	ds := d.ino.cur.Load().state()
+	if ds.dir != nil && ds.dir.idx.Load() == nil && ds.dir.kids.Len() >= f.indexMin {
+		ds.dir.idx.Store(buildIndex(ds))
+	}
 }
 
 // openIndex starts x's window for the operation in progress: readers
@@ -253,14 +287,10 @@ func (f *FS) endIndexWrites() {
 }
 
 // indexPut records in the index of ds, the new state of a live directory
-// whose entries now map name to e, that they do; it builds the index
-// when the directory has grown to f.indexMin entries.
+// whose entries now map name to e, that they do, when it has an index.
 func (f *FS) indexPut(ds *state, name string, e *entry) {
-	x := ds.dir.idx
+	x := ds.dir.idx.Load()
 	if x == nil {
-		if ds.dir.kids.Len() >= f.indexMin {
-			ds.dir.idx = buildIndex(ds)
-		}
 		return
 	}
 	t := x.tab.Load()
@@ -296,14 +326,14 @@ func (f *FS) indexPut(ds *state, name string, e *entry) {
 // directory, that name is gone; below f.indexDrop entries the directory
 // loses its index.
 func (f *FS) indexDelete(ds *state, name string) {
-	x := ds.dir.idx
+	x := ds.dir.idx.Load()
 	if x == nil {
 		return
 	}
 	f.openIndex(x)
 	if ds.dir.kids.Len() < f.indexDrop {
 		x.dead = true
-		ds.dir.idx = nil
+		ds.dir.idx.Store(nil)
 		return
 	}
 	t := x.tab.Load()
@@ -333,10 +363,13 @@ func (f *FS) indexMove(ds *state, old string, left *entry, name string, moved *e
 // a live directory, at e, a newer entry of the same file, which the
 // operation links in its place.
 func (f *FS) indexRefresh(ds *state, e *entry) {
-	if ds.dir == nil || ds.dir.idx == nil {
+	if ds.dir == nil {
 		return
 	}
-	x := ds.dir.idx
+	x := ds.dir.idx.Load()
+	if x == nil {
+		return
+	}
 	f.openIndex(x)
 	t := x.tab.Load()
 	if i := t.slotOf(e.name, hashName(e.name)); i >= 0 {

@@ -28,8 +28,10 @@ import (
 //     was under two).
 //
 // The untouched files are also looked up as a union does, with LookupAt
-// and OpenAt through a handle of their directory. Check verifies the
-// indexes against the treaps as the run goes.
+// and OpenAt through a handle of their directory. The readers' lookups
+// build the indexes as the directories grow back after each drop, beside
+// the writers; the run fails if no reader ever saw one. Check verifies
+// the indexes against the treaps as the run goes.
 func TestIndexBesideWriters(t *testing.T) {
 	for _, small := range []bool{false, true} {
 		t.Run(fmt.Sprintf("every-directory=%v", small), func(t *testing.T) {
@@ -140,10 +142,16 @@ func testIndexBesideWriters(t *testing.T, f *FS) {
 		}
 	})
 	// Readers.
+	var sawIndex atomic.Bool
 	for g := range 2 {
 		wg.Go(func() {
 			var k int64
 			for n := 0; !stop.Load(); n++ {
+				if !sawIndex.Load() {
+					if e, ok := f.root.Load().state().dir.kids.Get(fmt.Sprintf("d%d", n%2)); ok && e.state().dir.idx.Load() != nil {
+						sawIndex.Store(true)
+					}
+				}
 				name := fmt.Sprintf("d%d/s%d", (n+g)%2, n%stable)
 				fi, err := f.Stat(name)
 				if err != nil {
@@ -201,6 +209,96 @@ func testIndexBesideWriters(t *testing.T, f *FS) {
 	if err := f.Check(); err != nil {
 		t.Error(err)
 	}
+	if !sawIndex.Load() {
+		t.Error("no reader saw a hash index")
+	}
+}
+
+// TestIndexLazy checks when a directory gets its index: not by writes
+// alone, nor by a lookup in a snapshot, nor by a lookup while the
+// writer's lock is held; by the first lookup of the live layer once the lock is free,
+// whose later lookups then use it. A directory that falls below
+// indexDrop entries loses it, and growing back does not rebuild it until
+// a lookup.
+func TestIndexLazy(t *testing.T) {
+	f := New()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(f.Mkdir("d", 0o755))
+	for i := range indexMin {
+		must(f.WriteFile(fmt.Sprintf("d/f%d", i), nil, 0o644))
+	}
+	indexed := func() bool {
+		t.Helper()
+		e, ok := f.root.Load().state().dir.kids.Get("d")
+		if !ok {
+			t.Fatal("d is gone")
+		}
+		return e.state().dir.idx.Load() != nil
+	}
+	if indexed() {
+		t.Fatal("indexed by writes")
+	}
+	snap := f.Snapshot()
+	_, err := snap.Stat("d/f1")
+	must(err)
+	if _, err := snap.LookupAt(nil, "d"); err != nil {
+		t.Fatal(err)
+	}
+	if indexed() {
+		t.Fatal("indexed by a snapshot's lookup")
+	}
+	f.mu.Lock()
+	_, err = f.Stat("d/f1")
+	f.mu.Unlock()
+	must(err)
+	if indexed() {
+		t.Fatal("indexed while the writer's lock was held")
+	}
+	_, err = f.Stat("d/missing")
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("stat d/missing: %v", err)
+	}
+	if !indexed() {
+		t.Fatal("no index after a lookup with the lock free")
+	}
+	must(f.Check())
+	d, err := f.LookupAt(nil, "d")
+	must(err)
+	// Writes keep it; a lookup after them finds what they made.
+	must(f.WriteFile("d/new", nil, 0o644))
+	must(f.Remove("d/f0"))
+	must(f.Check())
+	if _, err := f.LookupAt(d.Dir, "new"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Stat("d/f0"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("stat d/f0: %v", err)
+	}
+	// Shrink below indexDrop, grow back: no index until a lookup.
+	for i := 1; i < indexMin; i++ {
+		must(f.Remove(fmt.Sprintf("d/f%d", i)))
+	}
+	if indexed() {
+		t.Fatal("index kept at one entry")
+	}
+	for i := range indexMin {
+		must(f.WriteFile(fmt.Sprintf("d/g%d", i), nil, 0o644))
+	}
+	if indexed() {
+		t.Fatal("index rebuilt by writes")
+	}
+	if _, err := f.OpenAt(d.Dir, "g3", "d/g3"); err != nil {
+		t.Fatal(err)
+	}
+	if !indexed() {
+		t.Fatal("no index after OpenAt")
+	}
+	must(f.Check())
 }
 
 // TestIndexTable drives one table through growth, tombstones and
@@ -226,7 +324,7 @@ func TestIndexTable(t *testing.T) {
 		if err := f.checkIndex(ds); err != nil {
 			t.Fatalf("%s: %v", step, err)
 		}
-		if x := ds.dir.idx; x != nil {
+		if x := ds.dir.idx.Load(); x != nil {
 			for name, e := range model {
 				if got, known := x.get(name); !known || got != e {
 					t.Fatalf("%s: get(%q) = %p, %v, want %p", step, name, got, known, e)
@@ -242,10 +340,18 @@ func TestIndexTable(t *testing.T) {
 	for i := range 1000 {
 		put(fmt.Sprintf("f%d", i))
 	}
-	verify("grown")
-	if ds.dir.idx == nil {
-		t.Fatal("no index at 1,000 entries")
+	if ds.dir.idx.Load() != nil {
+		t.Fatal("writes built an index")
 	}
+	ds.dir.idx.Store(buildIndex(ds))
+	verify("built")
+	for i := range 1000 {
+		put(fmt.Sprintf("f%d", i+1000))
+	}
+	for i := range 1000 {
+		del(fmt.Sprintf("f%d", i+1000))
+	}
+	verify("grown")
 	// Churn at a steady size: tombstones pile up and force rebuilds.
 	for i := range 5000 {
 		del(fmt.Sprintf("f%d", i))
@@ -259,7 +365,7 @@ func TestIndexTable(t *testing.T) {
 		del(fmt.Sprintf("f%d", i))
 	}
 	verify("shrunk")
-	if ds.dir.idx != nil {
+	if ds.dir.idx.Load() != nil {
 		t.Fatalf("index kept at %d entries", ds.dir.kids.Len())
 	}
 }

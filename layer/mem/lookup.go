@@ -22,12 +22,12 @@ var (
 // Every new state is whole before its inode takes it, so that a rename
 // or a removal shows whole.
 func (f *FS) LookupAt(dir pathwalk.Dir, name string) (pathwalk.Entry, error) {
-	return lookupAt(f.root.Load(), current(dir), name, true)
+	return lookupAt(f.root.Load(), current(dir), name, f)
 }
 
 // ReadLinkAt returns the target of the symlink name in dir.
 func (f *FS) ReadLinkAt(dir pathwalk.Dir, name string) (string, error) {
-	return readLinkAt(f.root.Load(), current(dir), name, true)
+	return readLinkAt(f.root.Load(), current(dir), name, f)
 }
 
 // Linked reports whether the directory of dir, a handle LookupAt returned
@@ -51,18 +51,19 @@ func current(dir pathwalk.Dir) pathwalk.Dir {
 // LookupAt looks name up in a directory found by an earlier LookupAt (nil:
 // the root).
 func (s *Snapshot) LookupAt(dir pathwalk.Dir, name string) (pathwalk.Entry, error) {
-	return lookupAt(s.root, dir, name, false)
+	return lookupAt(s.root, dir, name, nil)
 }
 
 // ReadLinkAt returns the target of the symlink name in dir.
 func (s *Snapshot) ReadLinkAt(dir pathwalk.Dir, name string) (string, error) {
-	return readLinkAt(s.root, dir, name, false)
+	return readLinkAt(s.root, dir, name, nil)
 }
 
-// lookupAt, readLinkAt and kid take live for a lookup of the live layer,
-// which large directories' hash indexes may answer (see kidIndex).
+// lookupAt, readLinkAt and kid take live, the layer, for a lookup of the
+// live layer, which large directories' hash indexes may answer (see
+// kidIndex), and nil for a snapshot's.
 
-func lookupAt(root *entry, dir pathwalk.Dir, name string, live bool) (pathwalk.Entry, error) {
+func lookupAt(root *entry, dir pathwalk.Dir, name string, live *FS) (pathwalk.Entry, error) {
 	d, _ := dir.(*entry)
 	if d == nil {
 		d = root
@@ -74,7 +75,7 @@ func lookupAt(root *entry, dir pathwalk.Dir, name string, live bool) (pathwalk.E
 	return entryOf(child, name, live), nil
 }
 
-func readLinkAt(root *entry, dir pathwalk.Dir, name string, live bool) (string, error) {
+func readLinkAt(root *entry, dir pathwalk.Dir, name string, live *FS) (string, error) {
 	d, _ := dir.(*entry)
 	if d == nil {
 		d = root
@@ -82,12 +83,12 @@ func readLinkAt(root *entry, dir pathwalk.Dir, name string, live bool) (string, 
 	return linkOf(d, name, live)
 }
 
-func kid(dir *entry, name string, live bool) (*entry, error) {
+func kid(dir *entry, name string, live *FS) (*entry, error) {
 	ds := dir.state()
 	if !ds.isDir() {
 		return nil, syscall.ENOTDIR
 	}
-	child, ok := getKid(ds, name, live)
+	child, ok := getKid(live, dir, ds, name)
 	if !ok {
 		return nil, syscall.ENOENT
 	}
@@ -95,7 +96,7 @@ func kid(dir *entry, name string, live bool) (*entry, error) {
 }
 
 // entryOf describes child; a directory's Dir is its entry.
-func entryOf(child *entry, name string, live bool) pathwalk.Entry {
+func entryOf(child *entry, name string, live *FS) pathwalk.Entry {
 	cs := child.state()
 	e := pathwalk.Entry{Info: child.info(name, cs)}
 	if cs.isSymlink() {
@@ -103,14 +104,14 @@ func entryOf(child *entry, name string, live bool) pathwalk.Entry {
 	}
 	if cs.isDir() {
 		e.Dir = child
-		if o, ok := getKid(cs, layer.OpaqueName, live); ok && layer.IsWhiteout(o.state().mode) {
+		if o, ok := getKid(live, child, cs, layer.OpaqueName); ok && layer.IsWhiteout(o.state().mode) {
 			e.Opaque = true
 		}
 	}
 	return e
 }
 
-func linkOf(dir *entry, name string, live bool) (string, error) {
+func linkOf(dir *entry, name string, live *FS) (string, error) {
 	child, err := kid(dir, name, live)
 	if err != nil {
 		return "", err

@@ -24,10 +24,11 @@ type where struct {
 
 // walk resolves name from root, following symlinks in every element and in
 // the last one too when follow is set, by the rules of package pathwalk.
-// live says that root is the live layer's, whose large directories'
-// indexes may answer (see kidIndex); a snapshot's walk sets it false.
+// live is the layer when root is the live layer's, whose large
+// directories' indexes may answer (see kidIndex); a snapshot's walk
+// passes nil.
 // The error is a bare errno or fs sentinel; callers wrap it with their Op.
-func walk(root *entry, name string, follow, live bool) (where, error) {
+func walk(root *entry, name string, follow bool, live *FS) (where, error) {
 	if w, ok := walkNames(root, name, follow, live); ok {
 		return w, nil
 	}
@@ -42,7 +43,7 @@ func walk(root *entry, name string, follow, live bool) (where, error) {
 // one may be missing. It reports false for anything else, which walkTo then
 // resolves from the start with every check in its order, so that the two
 // agree: a path walkNames accepts is one walkTo finds the same way.
-func walkNames(root *entry, name string, follow, live bool) (where, bool) {
+func walkNames(root *entry, name string, follow bool, live *FS) (where, bool) {
 	if len(name) >= pathwalk.MaxPath {
 		return where{}, false
 	}
@@ -59,7 +60,7 @@ func walkNames(root *entry, name string, follow, live bool) (where, bool) {
 		if i == 0 || i > pathwalk.MaxName || elem == "." || elem == ".." || !ds.isDir() {
 			return where{}, false
 		}
-		child, ok := getKid(ds, elem, live)
+		child, ok := getKid(live, dir, ds, elem)
 		if !ok {
 			if i == len(name) {
 				// Missing, as most names a union asks its upper

@@ -191,7 +191,7 @@ func (f *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 	acc := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
 	if acc == os.O_RDONLY && flag&(os.O_CREATE|os.O_TRUNC) == 0 {
 		// Reading needs no lock.
-		w, err := walk(f.root.Load(), name, flag&syscall.O_NOFOLLOW == 0, true)
+		w, err := walk(f.root.Load(), name, flag&syscall.O_NOFOLLOW == 0, f)
 		if err == nil && w.e == nil {
 			err = errNotExist
 		}
@@ -294,7 +294,7 @@ func (f *FS) Create(name string) (layer.File, error) {
 // WriteFile writes data to name, creating it with perm or truncating it, as
 // [os.WriteFile] does, in one step: readers see the old or the new file.
 func (f *FS) WriteFile(name string, data []byte, perm fs.FileMode) error {
-	return f.writeFile(name, data, perm, func(root *entry) (where, error) { return walk(root, name, true, true) })
+	return f.writeFile(name, data, perm, func(root *entry) (where, error) { return walk(root, name, true, f) })
 }
 
 // writeFile is WriteFile of the entry find resolves in root, known as
@@ -342,7 +342,7 @@ func (f *FS) Mkdir(name string, perm fs.FileMode) error {
 		if err := checkCreate(name); err != nil {
 			return err
 		}
-		w, err := walk(root, name, false, true)
+		w, err := walk(root, name, false, f)
 		if err != nil {
 			return err
 		}
@@ -396,7 +396,7 @@ func (f *FS) MkdirAll(name string, perm fs.FileMode) error {
 // Remove removes the file, symlink, whiteout or empty directory name.
 func (f *FS) Remove(name string) error {
 	err := f.update(func(root *entry, now int64) error {
-		w, err := walk(root, name, false, true)
+		w, err := walk(root, name, false, f)
 		switch {
 		case err != nil:
 			return err
@@ -421,7 +421,7 @@ func (f *FS) Remove(name string) error {
 // not walked.
 func (f *FS) RemoveAll(name string) error {
 	err := f.update(func(root *entry, now int64) error {
-		w, err := walk(root, name, false, true)
+		w, err := walk(root, name, false, f)
 		switch {
 		case err == fs.ErrInvalid || err == nil && w.dir == nil:
 			return errInvalid
@@ -465,8 +465,8 @@ func (f *FS) rename(root *entry, oldname, newname string, now int64, left *entry
 	if err := checkCreate(newname); err != nil {
 		return err
 	}
-	nw, nerr := walk(root, newname, false, true)
-	ow, err := walk(root, oldname, false, true)
+	nw, nerr := walk(root, newname, false, f)
+	ow, err := walk(root, oldname, false, f)
 	if nerr == nil && nw.e != nil && nw.e.state().isDir() {
 		// os.Rename refuses to replace a directory, before asking the
 		// kernel: the error of Lstat(oldname), or else EEXIST.
@@ -589,7 +589,7 @@ func (f *FS) whiteout(name string, all bool) error {
 		if err := checkCreate(name); err != nil {
 			return err
 		}
-		w, err := walk(root, name, false, true)
+		w, err := walk(root, name, false, f)
 		switch {
 		case err != nil:
 			return err
@@ -627,7 +627,7 @@ func (f *FS) Symlink(oldname, newname string) error {
 		if err := layer.CheckSymlink(oldname, newname); err != nil {
 			return err
 		}
-		w, err := walk(root, newname, false, true)
+		w, err := walk(root, newname, false, f)
 		switch {
 		case err != nil:
 			return err
@@ -660,7 +660,7 @@ func checkCreate(name string) error {
 // change applies fn to a new state of the file name resolves to.
 func (f *FS) change(op, name string, follow bool, fn func(s *state)) error {
 	err := f.update(func(root *entry, now int64) error {
-		w, err := walk(root, name, follow, true)
+		w, err := walk(root, name, follow, f)
 		if err != nil {
 			return err
 		}
