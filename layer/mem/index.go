@@ -249,6 +249,9 @@ func getKid(live *FS, d *entry, ds *state, name string) (*entry, bool) {
 // state shows it, so that a reader that loads it may use it at once;
 // every later state of the directory shares it, and its writers keep it.
 func (f *FS) buildIndexOf(d *entry) {
+	if d.ino.parent.Load() == nil && d.ino != f.rootIno {
+		return // removed, as RemoveAll leaves a large directory: no lock
+	}
 	if !f.mu.TryLock() {
 		return
 	}

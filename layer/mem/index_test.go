@@ -299,6 +299,30 @@ func TestIndexLazy(t *testing.T) {
 		t.Fatal("no index after OpenAt")
 	}
 	must(f.Check())
+	// A large directory removed whole (RemoveAll unlinks it at once),
+	// and one inside it, still answer through handles kept from when
+	// they were small, and get no index.
+	must(f.MkdirAll("r/s", 0o755))
+	r, err := f.LookupAt(nil, "r")
+	must(err)
+	s, err := f.LookupAt(r.Dir, "s")
+	must(err)
+	for i := range indexMin {
+		must(f.WriteFile(fmt.Sprintf("r/f%d", i), nil, 0o644))
+		must(f.WriteFile(fmt.Sprintf("r/s/f%d", i), nil, 0o644))
+	}
+	must(f.RemoveAll("r"))
+	for _, h := range []*entry{r.Dir.(*entry), s.Dir.(*entry)} {
+		for range 2 {
+			if _, err := f.LookupAt(h, "f1"); err != nil {
+				t.Fatalf("LookupAt of a removed directory's entry: %v", err)
+			}
+		}
+		if h.ino.cur.Load().state().dir.idx.Load() != nil {
+			t.Fatal("a removed directory got an index")
+		}
+	}
+	must(f.Check())
 }
 
 // TestIndexTable drives one table through growth, tombstones and
