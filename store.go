@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -176,6 +175,11 @@ type Store struct {
 	appended atomic.Int32
 	syncTook atomic.Int64
 	flushAt  atomic.Int64
+	// gathering is set while a committer about to sync waits for the
+	// commits on their way (see gather); each of them, once logged,
+	// wakes it through gatherWake.
+	gathering  atomic.Bool
+	gatherWake chan struct{}
 
 	ckMu   sync.Mutex // one checkpoint at a time
 	ckAuto atomic.Bool
@@ -207,7 +211,7 @@ var _ layer.FS = (*Store)(nil)
 // have a directory open for writing; a second Open fails with an error
 // wrapping vfs.ErrLocked. opts may be nil.
 func Open(dir string, opts *Options) (*Store, error) {
-	s := &Store{handles: map[*storeFile]struct{}{}}
+	s := &Store{handles: map[*storeFile]struct{}{}, gatherWake: make(chan struct{}, 1)}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -683,6 +687,11 @@ func (s *Store) sync(p wal.LSN) error {
 // count starts again from those active now, so that it is wrong for at
 // most one sync. Only a sync that follows the last one closely waits
 // for committers coming back.
+//
+// The committer waits parked, not spinning: the commits it waits for
+// need the CPU to get to the log, and each one logged wakes it (see
+// arrived). On a machine with few cores a spinning wait took a core
+// from them.
 func (s *Store) gather() {
 	want := s.peak.Swap(s.active.Load())
 	took := s.syncTook.Load()
@@ -693,14 +702,44 @@ func (s *Store) gather() {
 		want = 0
 	}
 	bound := min(gatherWait, time.Duration(took))
-	for start := time.Now(); time.Since(start) < bound; {
-		if s.inflight.Load() == 0 && s.appended.Load() >= want {
-			break
-		}
-		runtime.Gosched()
+	ready := func() bool { return s.inflight.Load() == 0 && s.appended.Load() >= want }
+	if !ready() && bound > 0 {
+		s.waitArrivals(ready, bound)
 	}
 	s.appended.Store(0)
 	s.flushAt.Store(time.Now().UnixNano())
+}
+
+// waitArrivals parks until ready reports true or bound has passed; the
+// commits that ready counts wake it through arrived.
+func (s *Store) waitArrivals(ready func() bool, bound time.Duration) {
+	// A wake-up left over from an earlier wait is harmless: ready is
+	// asked again after each one.
+	s.gathering.Store(true)
+	defer s.gathering.Store(false)
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	// Set gathering before asking ready: a commit that changes what
+	// ready sees either is seen now or finds gathering set and wakes
+	// the wait.
+	for !ready() {
+		select {
+		case <-s.gatherWake:
+		case <-t.C:
+			return
+		}
+	}
+}
+
+// arrived wakes a committer waiting in gather, if one is: a commit has
+// been logged, or has left the ones in flight.
+func (s *Store) arrived() {
+	if s.gathering.Load() {
+		select {
+		case s.gatherWake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // committing counts a durable committer active until the function it
@@ -716,7 +755,15 @@ func (s *Store) committing() func() {
 // commitSync is sync for a commit logged at p, which it counts for gather.
 func (s *Store) commitSync(p wal.LSN) error {
 	s.appended.Add(1)
+	s.arrived()
 	return s.sync(p)
+}
+
+// leaveFlight ends a durable commit's flight (see inflight): logged, or
+// failed before it.
+func (s *Store) leaveFlight() {
+	s.inflight.Add(-1)
+	s.arrived()
 }
 
 // gatherWait bounds how long a committer waits for commits on their way.
@@ -736,7 +783,7 @@ func (s *Store) change(o op, opName string) error {
 func (s *Store) logChange(o op, opName string) (wal.LSN, error) {
 	if s.opts.Sync == SyncAlways {
 		s.inflight.Add(1)
-		defer s.inflight.Add(-1)
+		defer s.leaveFlight()
 	}
 	if err := s.lockChange(opName, o.path); err != nil {
 		return 0, err

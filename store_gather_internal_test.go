@@ -1,0 +1,51 @@
+package packfs
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestGatherWakes: a committer waiting in gather for commits on their way
+// is woken by each one that arrives, parked in between, and never misses
+// the last: with a bound of an hour, every wait must end by the arrivals
+// alone.
+func TestGatherWakes(t *testing.T) {
+	s := &Store{gatherWake: make(chan struct{}, 1)}
+	for round := range 200 {
+		var n atomic.Int32
+		want := int32(1 + round%8)
+		var wg sync.WaitGroup
+		for range want {
+			wg.Go(func() {
+				n.Add(1)
+				s.arrived()
+			})
+		}
+		s.waitArrivals(func() bool { return n.Load() >= want }, time.Hour)
+		wg.Wait()
+		if s.gathering.Load() {
+			t.Fatal("gathering still set after the wait")
+		}
+	}
+}
+
+// TestGatherBound: a wait for commits that never come ends at its bound,
+// and an arrival while nobody waits leaves nothing that ends the next
+// wait early but the check of what it waits for.
+func TestGatherBound(t *testing.T) {
+	s := &Store{gatherWake: make(chan struct{}, 1)}
+	s.arrived() // nobody waits: no wake-up is queued
+	if len(s.gatherWake) != 0 {
+		t.Fatal("an arrival with nobody waiting queued a wake-up")
+	}
+	asked := 0
+	s.waitArrivals(func() bool { asked++; return false }, time.Millisecond)
+	if asked == 0 {
+		t.Fatal("the wait never asked whether it was done")
+	}
+	if s.gathering.Load() {
+		t.Fatal("gathering still set after the wait")
+	}
+}
