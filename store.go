@@ -704,30 +704,42 @@ func (s *Store) gather() {
 	bound := min(gatherWait, time.Duration(took))
 	ready := func() bool { return s.inflight.Load() == 0 && s.appended.Load() >= want }
 	if !ready() && bound > 0 {
-		s.waitArrivals(ready, bound)
+		s.waitArrivals(ready, bound, wakeAfter)
 	}
 	s.appended.Store(0)
 	s.flushAt.Store(time.Now().UnixNano())
 }
 
 // waitArrivals parks until ready reports true or bound has passed; the
-// commits that ready counts wake it through arrived.
-func (s *Store) waitArrivals(ready func() bool, bound time.Duration) {
-	// A wake-up left over from an earlier wait is harmless: ready is
-	// asked again after each one.
-	s.gathering.Store(true)
-	defer s.gathering.Store(false)
-	t := time.NewTimer(bound)
-	defer t.Stop()
+// commits that ready counts wake it through arrived, and wake, run on
+// another goroutine, wakes it once bound has passed.
+func (s *Store) waitArrivals(ready func() bool, bound time.Duration, wake func(*Store, time.Duration)) {
 	// Set gathering before asking ready: a commit that changes what
 	// ready sees either is seen now or finds gathering set and wakes
-	// the wait.
-	for !ready() {
-		select {
-		case <-s.gatherWake:
-		case <-t.C:
-			return
-		}
+	// the wait. A wake-up left over from an earlier wait is harmless:
+	// ready and the time are asked again after each one.
+	s.gathering.Store(true)
+	defer s.gathering.Store(false)
+	deadline := time.Now().Add(bound)
+	go wake(s, bound)
+	for !ready() && time.Now().Before(deadline) {
+		<-s.gatherWake
+	}
+}
+
+// wakeAfter wakes the gather wait after d, as the kernel times it: a Go
+// timer this short fires a millisecond late in a process that has
+// nothing else to run, because the runtime's poller sleeps in whole
+// milliseconds, and a gather wait is bounded by a fraction of that.
+// The wait may have ended before; its wake-up then only makes the next
+// one look again.
+func wakeAfter(s *Store, d time.Duration) {
+	ts := syscall.NsecToTimespec(int64(d))
+	for syscall.Nanosleep(&ts, &ts) == syscall.EINTR {
+	}
+	select {
+	case s.gatherWake <- struct{}{}:
+	default: // a wake-up is queued already, which the wait takes
 	}
 }
 

@@ -9,8 +9,8 @@ import (
 
 // TestGatherWakes: a committer waiting in gather for commits on their way
 // is woken by each one that arrives, parked in between, and never misses
-// the last: with a bound of an hour, every wait must end by the arrivals
-// alone.
+// the last: with a bound of an hour and no wake-up at the bound, every
+// wait must end by the arrivals alone (a lost one hangs the test).
 func TestGatherWakes(t *testing.T) {
 	s := &Store{gatherWake: make(chan struct{}, 1)}
 	for round := range 200 {
@@ -23,7 +23,7 @@ func TestGatherWakes(t *testing.T) {
 				s.arrived()
 			})
 		}
-		s.waitArrivals(func() bool { return n.Load() >= want }, time.Hour)
+		s.waitArrivals(func() bool { return n.Load() >= want }, time.Hour, func(*Store, time.Duration) {})
 		wg.Wait()
 		if s.gathering.Load() {
 			t.Fatal("gathering still set after the wait")
@@ -32,8 +32,8 @@ func TestGatherWakes(t *testing.T) {
 }
 
 // TestGatherBound: a wait for commits that never come ends at its bound,
-// and an arrival while nobody waits leaves nothing that ends the next
-// wait early but the check of what it waits for.
+// woken by the kernel's timer; an arrival while nobody waits queues no
+// wake-up.
 func TestGatherBound(t *testing.T) {
 	s := &Store{gatherWake: make(chan struct{}, 1)}
 	s.arrived() // nobody waits: no wake-up is queued
@@ -41,11 +41,17 @@ func TestGatherBound(t *testing.T) {
 		t.Fatal("an arrival with nobody waiting queued a wake-up")
 	}
 	asked := 0
-	s.waitArrivals(func() bool { asked++; return false }, time.Millisecond)
+	s.waitArrivals(func() bool { asked++; return false }, time.Millisecond, wakeAfter)
 	if asked == 0 {
 		t.Fatal("the wait never asked whether it was done")
 	}
 	if s.gathering.Load() {
 		t.Fatal("gathering still set after the wait")
 	}
+	// A wake-up left queued (the bound's, after a wait that arrivals
+	// ended) makes the next wait look again, and no more.
+	s.gatherWake <- struct{}{}
+	var n atomic.Int32
+	go func() { n.Add(1); s.arrived() }()
+	s.waitArrivals(func() bool { return n.Load() == 1 }, time.Hour, func(*Store, time.Duration) {})
 }
