@@ -177,9 +177,11 @@ type Store struct {
 	flushAt  atomic.Int64
 	// gathering is set while a committer about to sync waits for the
 	// commits on their way (see gather); each of them, once logged,
-	// wakes it through gatherWake.
+	// wakes it through gatherWake. sleepers counts the goroutines
+	// timing such waits (see wakeAfter).
 	gathering  atomic.Bool
 	gatherWake chan struct{}
+	sleepers   atomic.Int32
 
 	ckMu   sync.Mutex // one checkpoint at a time
 	ckAuto atomic.Bool
@@ -721,9 +723,32 @@ func (s *Store) waitArrivals(ready func() bool, bound time.Duration, wake func(*
 	s.gathering.Store(true)
 	defer s.gathering.Store(false)
 	deadline := time.Now().Add(bound)
-	go wake(s, bound)
+	if s.sleepers.Add(1) <= maxSleepers {
+		go func() {
+			defer s.sleepers.Add(-1)
+			wake(s, bound)
+		}()
+	} else {
+		// The kernel wakes the sleepers of earlier waits late (a loaded
+		// machine): rather than a thread more, a Go timer, late too.
+		s.sleepers.Add(-1)
+		t := time.AfterFunc(bound, s.wakeGather)
+		defer t.Stop()
+	}
 	for !ready() && time.Now().Before(deadline) {
 		<-s.gatherWake
+	}
+}
+
+// maxSleepers bounds the goroutines asleep in wakeAfter, each holding a
+// thread.
+const maxSleepers = 4
+
+// wakeGather queues a wake-up for the gather wait, unless one is queued.
+func (s *Store) wakeGather() {
+	select {
+	case s.gatherWake <- struct{}{}:
+	default: // a wake-up is queued already, which the wait takes
 	}
 }
 
@@ -737,20 +762,14 @@ func wakeAfter(s *Store, d time.Duration) {
 	ts := syscall.NsecToTimespec(int64(d))
 	for syscall.Nanosleep(&ts, &ts) == syscall.EINTR {
 	}
-	select {
-	case s.gatherWake <- struct{}{}:
-	default: // a wake-up is queued already, which the wait takes
-	}
+	s.wakeGather()
 }
 
 // arrived wakes a committer waiting in gather, if one is: a commit has
 // been logged, or has left the ones in flight.
 func (s *Store) arrived() {
 	if s.gathering.Load() {
-		select {
-		case s.gatherWake <- struct{}{}:
-		default:
-		}
+		s.wakeGather()
 	}
 }
 

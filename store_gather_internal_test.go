@@ -55,3 +55,19 @@ func TestGatherBound(t *testing.T) {
 	go func() { n.Add(1); s.arrived() }()
 	s.waitArrivals(func() bool { return n.Load() == 1 }, time.Hour, func(*Store, time.Duration) {})
 }
+
+// TestGatherSleepersBounded: while maxSleepers goroutines are asleep for
+// earlier waits (a loaded machine wakes them late), a wait takes a Go
+// timer instead of a thread more, and still ends at its bound.
+func TestGatherSleepersBounded(t *testing.T) {
+	s := &Store{gatherWake: make(chan struct{}, 1)}
+	s.sleepers.Store(maxSleepers)
+	for range 3 {
+		s.waitArrivals(func() bool { return false }, time.Millisecond, func(*Store, time.Duration) {
+			t.Error("a sleeper started past the bound")
+		})
+	}
+	if n := s.sleepers.Load(); n != maxSleepers {
+		t.Fatalf("%d sleepers counted after the waits, want %d", n, maxSleepers)
+	}
+}
