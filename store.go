@@ -178,7 +178,7 @@ type Store struct {
 	// gathering is set while a committer about to sync waits for the
 	// commits on their way (see gather); each of them, once logged,
 	// wakes it through gatherWake. sleepers counts the goroutines
-	// timing such waits (see wakeAfter).
+	// timing such waits (see waitArrivals).
 	gathering  atomic.Bool
 	gatherWake chan struct{}
 	sleepers   atomic.Int32
@@ -706,42 +706,47 @@ func (s *Store) gather() {
 	bound := min(gatherWait, time.Duration(took))
 	ready := func() bool { return s.inflight.Load() == 0 && s.appended.Load() >= want }
 	if !ready() && bound > 0 {
-		s.waitArrivals(ready, bound, wakeAfter)
+		s.waitArrivals(ready, bound, kernelSleep)
 	}
 	s.appended.Store(0)
 	s.flushAt.Store(time.Now().UnixNano())
 }
 
 // waitArrivals parks until ready reports true or bound has passed; the
-// commits that ready counts wake it through arrived, and wake, run on
-// another goroutine, wakes it once bound has passed.
-func (s *Store) waitArrivals(ready func() bool, bound time.Duration, wake func(*Store, time.Duration)) {
+// commits that ready counts wake it through arrived, and a goroutine of
+// its own wakes it once sleep(bound) has returned.
+func (s *Store) waitArrivals(ready func() bool, bound time.Duration, sleep func(time.Duration)) {
 	// Set gathering before asking ready: a commit that changes what
 	// ready sees either is seen now or finds gathering set and wakes
 	// the wait. A wake-up left over from an earlier wait is harmless:
-	// ready and the time are asked again after each one.
+	// ready and the bound are asked again after each one.
 	s.gathering.Store(true)
 	defer s.gathering.Store(false)
-	deadline := time.Now().Add(bound)
+	expired := new(atomic.Bool)
+	expire := func() {
+		expired.Store(true)
+		s.wakeGather()
+	}
 	if s.sleepers.Add(1) <= maxSleepers {
 		go func() {
 			defer s.sleepers.Add(-1)
-			wake(s, bound)
+			sleep(bound)
+			expire()
 		}()
 	} else {
 		// The kernel wakes the sleepers of earlier waits late (a loaded
 		// machine): rather than a thread more, a Go timer, late too.
 		s.sleepers.Add(-1)
-		t := time.AfterFunc(bound, s.wakeGather)
+		t := time.AfterFunc(bound, expire)
 		defer t.Stop()
 	}
-	for !ready() && time.Now().Before(deadline) {
+	for !ready() && !expired.Load() {
 		<-s.gatherWake
 	}
 }
 
-// maxSleepers bounds the goroutines asleep in wakeAfter, each holding a
-// thread.
+// maxSleepers bounds the goroutines asleep in kernelSleep for gather
+// waits, each holding a thread.
 const maxSleepers = 4
 
 // wakeGather queues a wake-up for the gather wait, unless one is queued.
@@ -752,17 +757,14 @@ func (s *Store) wakeGather() {
 	}
 }
 
-// wakeAfter wakes the gather wait after d, as the kernel times it: a Go
-// timer this short fires a millisecond late in a process that has
-// nothing else to run, because the runtime's poller sleeps in whole
-// milliseconds, and a gather wait is bounded by a fraction of that.
-// The wait may have ended before; its wake-up then only makes the next
-// one look again.
-func wakeAfter(s *Store, d time.Duration) {
+// kernelSleep sleeps for d as the kernel times it: a Go timer this short
+// fires a millisecond late in a process that has nothing else to run,
+// because the runtime's poller sleeps in whole milliseconds, and a
+// gather wait is bounded by a fraction of that.
+func kernelSleep(d time.Duration) {
 	ts := syscall.NsecToTimespec(int64(d))
 	for syscall.Nanosleep(&ts, &ts) == syscall.EINTR {
 	}
-	s.wakeGather()
 }
 
 // arrived wakes a committer waiting in gather, if one is: a commit has

@@ -13,6 +13,7 @@ import (
 // wait must end by the arrivals alone (a lost one hangs the test).
 func TestGatherWakes(t *testing.T) {
 	s := &Store{gatherWake: make(chan struct{}, 1)}
+	never := neverSleep(t)
 	for round := range 200 {
 		var n atomic.Int32
 		want := int32(1 + round%8)
@@ -23,7 +24,7 @@ func TestGatherWakes(t *testing.T) {
 				s.arrived()
 			})
 		}
-		s.waitArrivals(func() bool { return n.Load() >= want }, time.Hour, func(*Store, time.Duration) {})
+		s.waitArrivals(func() bool { return n.Load() >= want }, time.Hour, never)
 		wg.Wait()
 		if s.gathering.Load() {
 			t.Fatal("gathering still set after the wait")
@@ -41,7 +42,7 @@ func TestGatherBound(t *testing.T) {
 		t.Fatal("an arrival with nobody waiting queued a wake-up")
 	}
 	asked := 0
-	s.waitArrivals(func() bool { asked++; return false }, time.Millisecond, wakeAfter)
+	s.waitArrivals(func() bool { asked++; return false }, time.Millisecond, kernelSleep)
 	if asked == 0 {
 		t.Fatal("the wait never asked whether it was done")
 	}
@@ -53,7 +54,7 @@ func TestGatherBound(t *testing.T) {
 	s.gatherWake <- struct{}{}
 	var n atomic.Int32
 	go func() { n.Add(1); s.arrived() }()
-	s.waitArrivals(func() bool { return n.Load() == 1 }, time.Hour, func(*Store, time.Duration) {})
+	s.waitArrivals(func() bool { return n.Load() == 1 }, time.Hour, neverSleep(t))
 }
 
 // TestGatherSleepersBounded: while maxSleepers goroutines are asleep for
@@ -63,11 +64,19 @@ func TestGatherSleepersBounded(t *testing.T) {
 	s := &Store{gatherWake: make(chan struct{}, 1)}
 	s.sleepers.Store(maxSleepers)
 	for range 3 {
-		s.waitArrivals(func() bool { return false }, time.Millisecond, func(*Store, time.Duration) {
+		s.waitArrivals(func() bool { return false }, time.Millisecond, func(time.Duration) {
 			t.Error("a sleeper started past the bound")
 		})
 	}
 	if n := s.sleepers.Load(); n != maxSleepers {
 		t.Fatalf("%d sleepers counted after the waits, want %d", n, maxSleepers)
 	}
+}
+
+// neverSleep returns a sleep that ends only when the test does: a wait
+// given it ends by its arrivals alone.
+func neverSleep(t *testing.T) func(time.Duration) {
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	return func(time.Duration) { <-done }
 }
