@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -176,6 +175,13 @@ type Store struct {
 	appended atomic.Int32
 	syncTook atomic.Int64
 	flushAt  atomic.Int64
+	// gathering is set while a committer about to sync waits for the
+	// commits on their way (see gather); each of them, once logged,
+	// wakes it through gatherWake. sleepers counts the goroutines
+	// timing such waits (see waitArrivals).
+	gathering  atomic.Bool
+	gatherWake chan struct{}
+	sleepers   atomic.Int32
 
 	ckMu   sync.Mutex // one checkpoint at a time
 	ckAuto atomic.Bool
@@ -207,7 +213,7 @@ var _ layer.FS = (*Store)(nil)
 // have a directory open for writing; a second Open fails with an error
 // wrapping vfs.ErrLocked. opts may be nil.
 func Open(dir string, opts *Options) (*Store, error) {
-	s := &Store{handles: map[*storeFile]struct{}{}}
+	s := &Store{handles: map[*storeFile]struct{}{}, gatherWake: make(chan struct{}, 1)}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -683,6 +689,11 @@ func (s *Store) sync(p wal.LSN) error {
 // count starts again from those active now, so that it is wrong for at
 // most one sync. Only a sync that follows the last one closely waits
 // for committers coming back.
+//
+// The committer waits parked, not spinning: the commits it waits for
+// need the CPU to get to the log, and each one logged wakes it (see
+// arrived). On a machine with few cores a spinning wait took a core
+// from them.
 func (s *Store) gather() {
 	want := s.peak.Swap(s.active.Load())
 	took := s.syncTook.Load()
@@ -693,14 +704,75 @@ func (s *Store) gather() {
 		want = 0
 	}
 	bound := min(gatherWait, time.Duration(took))
-	for start := time.Now(); time.Since(start) < bound; {
-		if s.inflight.Load() == 0 && s.appended.Load() >= want {
-			break
-		}
-		runtime.Gosched()
+	ready := func() bool { return s.inflight.Load() == 0 && s.appended.Load() >= want }
+	if !ready() && bound > 0 {
+		s.waitArrivals(ready, bound, kernelSleep)
 	}
 	s.appended.Store(0)
 	s.flushAt.Store(time.Now().UnixNano())
+}
+
+// waitArrivals parks until ready reports true or bound has passed; the
+// commits that ready counts wake it through arrived, and a goroutine of
+// its own wakes it once sleep(bound) has returned.
+func (s *Store) waitArrivals(ready func() bool, bound time.Duration, sleep func(time.Duration)) {
+	// Set gathering before asking ready: a commit that changes what
+	// ready sees either is seen now or finds gathering set and wakes
+	// the wait. A wake-up left over from an earlier wait is harmless:
+	// ready and the bound are asked again after each one.
+	s.gathering.Store(true)
+	defer s.gathering.Store(false)
+	expired := new(atomic.Bool)
+	expire := func() {
+		expired.Store(true)
+		s.wakeGather()
+	}
+	if s.sleepers.Add(1) <= maxSleepers {
+		go func() {
+			defer s.sleepers.Add(-1)
+			sleep(bound)
+			expire()
+		}()
+	} else {
+		// The kernel wakes the sleepers of earlier waits late (a loaded
+		// machine): rather than a thread more, a Go timer, late too.
+		s.sleepers.Add(-1)
+		t := time.AfterFunc(bound, expire)
+		defer t.Stop()
+	}
+	for !ready() && !expired.Load() {
+		<-s.gatherWake
+	}
+}
+
+// maxSleepers bounds the goroutines asleep in kernelSleep for gather
+// waits, each holding a thread.
+const maxSleepers = 4
+
+// wakeGather queues a wake-up for the gather wait, unless one is queued.
+func (s *Store) wakeGather() {
+	select {
+	case s.gatherWake <- struct{}{}:
+	default: // a wake-up is queued already, which the wait takes
+	}
+}
+
+// kernelSleep sleeps for d as the kernel times it: a Go timer this short
+// fires a millisecond late in a process that has nothing else to run,
+// because the runtime's poller sleeps in whole milliseconds, and a
+// gather wait is bounded by a fraction of that.
+func kernelSleep(d time.Duration) {
+	ts := syscall.NsecToTimespec(int64(d))
+	for syscall.Nanosleep(&ts, &ts) == syscall.EINTR {
+	}
+}
+
+// arrived wakes a committer waiting in gather, if one is: a commit has
+// been logged, or has left the ones in flight.
+func (s *Store) arrived() {
+	if s.gathering.Load() {
+		s.wakeGather()
+	}
 }
 
 // committing counts a durable committer active until the function it
@@ -716,7 +788,15 @@ func (s *Store) committing() func() {
 // commitSync is sync for a commit logged at p, which it counts for gather.
 func (s *Store) commitSync(p wal.LSN) error {
 	s.appended.Add(1)
+	s.arrived()
 	return s.sync(p)
+}
+
+// leaveFlight ends a durable commit's flight (see inflight): logged, or
+// failed before it.
+func (s *Store) leaveFlight() {
+	s.inflight.Add(-1)
+	s.arrived()
 }
 
 // gatherWait bounds how long a committer waits for commits on their way.
@@ -736,7 +816,7 @@ func (s *Store) change(o op, opName string) error {
 func (s *Store) logChange(o op, opName string) (wal.LSN, error) {
 	if s.opts.Sync == SyncAlways {
 		s.inflight.Add(1)
-		defer s.inflight.Add(-1)
+		defer s.leaveFlight()
 	}
 	if err := s.lockChange(opName, o.path); err != nil {
 		return 0, err

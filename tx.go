@@ -78,7 +78,7 @@ func (s *Store) Update(fn func(tx *Tx) error) error {
 func (s *Store) update(fn func(tx *Tx) error) (wal.LSN, error) {
 	if s.opts.Sync != SyncNone {
 		s.inflight.Add(1)
-		defer s.inflight.Add(-1)
+		defer s.leaveFlight()
 	}
 	if err := s.lockChange("update", "."); err != nil {
 		return 0, err
