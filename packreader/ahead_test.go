@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/packfs/packfs/internal/packformat"
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs/packreader"
 	"github.com/packfs/packfs/packwriter"
 )
@@ -67,15 +68,12 @@ func checkGoroutines(t *testing.T, base int) {
 
 // aheadPack is a compressed pack of a 9-frame file big, after a small
 // file whose bytes share big's first frame, and the frames of big.
+// It is written once; each call returns a copy of the pack.
 func aheadPack(t *testing.T) (data, big []byte, frames []packformat.Frame) {
 	t.Helper()
-	big = textish(20, 8*packformat.ZstdFrameSize+12345)
-	var buf bytes.Buffer
-	must(t, packwriter.Write(&buf, fstest.MapFS{
-		"a-small": {Data: textish(21, 3000)},
-		"big":     {Data: big},
-	}, packwriter.WithCompression(3)))
-	data = buf.Bytes()
+	p := aheadPackOnce()
+	must(t, p.err)
+	data, big = bytes.Clone(p.data), p.big
 	_, all := framesOf(t, data)
 	for k, f := range all[:len(all)-1] {
 		if f.Stored != 0 && f.Stored == uint32(all[k+1].Pos-f.Pos) {
@@ -93,6 +91,20 @@ func aheadPack(t *testing.T) (data, big []byte, frames []packformat.Frame) {
 	}
 	return data, big, frames
 }
+
+var aheadPackOnce = sync.OnceValue(func() (p struct {
+	data, big []byte
+	err       error
+}) {
+	p.big = textish(20, 8*packformat.ZstdFrameSize+12345)
+	var buf bytes.Buffer
+	p.err = packwriter.Write(&buf, fstest.MapFS{
+		"a-small": {Data: textish(21, 3000)},
+		"big":     {Data: p.big},
+	}, packwriter.WithCompression(3))
+	p.data = buf.Bytes()
+	return p
+})
 
 // copy32K copies src to dst hiding all but Read and Write, so that io.Copy
 // reads with its 32 KiB buffer.
@@ -188,8 +200,8 @@ func TestIssue16ReadAheadBeside(t *testing.T) {
 	data, big, _ := aheadPack(t)
 	path := filepath.Join(t.TempDir(), "p.pack")
 	must(t, os.WriteFile(path, data, 0o644))
-	rounds := 3
-	if testing.Short() {
+	rounds := 4
+	if testsize.Short() {
 		rounds = 1
 	}
 	for _, mapped := range []bool{false, true} {
@@ -279,9 +291,9 @@ func TestIssue16ReadAheadClose(t *testing.T) {
 	data, big, _ := aheadPack(t)
 	path := filepath.Join(t.TempDir(), "p.pack")
 	must(t, os.WriteFile(path, data, 0o644))
-	rounds := 40
-	if testing.Short() {
-		rounds = 10
+	rounds := 100
+	if testsize.Short() {
+		rounds = 12
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	for round := range rounds {
