@@ -42,8 +42,15 @@
 // Uncompressed format-3 packs read from the mapping without a copy, as
 // format 2 does.
 //
-// Read and ReadAt of a compressed file decompress on the caller's
-// goroutine, a frame at a time, and copy from the cache. ReadFile of a
+// Read and ReadAt of a compressed file copy from the cache, and a frame
+// is decompressed once however many reads come to it at once (the
+// others wait for it). A file read in sequence (each Read or ReadAt
+// starting where the one before ended, as io.Copy and bufio read) has
+// the frames after the one it reads decompressed ahead of it on other
+// goroutines, one per core up to 4 and within an eighth of the cache;
+// a file read at random offsets has none, and Close of the file stops
+// its read-ahead. A damaged frame ahead fails the read that comes to
+// it, at its offset, as it would without read-ahead. ReadFile of a
 // compressed file over two frames decompresses them on GOMAXPROCS
 // goroutines; so does WriteTo (which io.Copy uses), ahead of what it
 // writes, and it hands w the decompressed bytes where they lie in the

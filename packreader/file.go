@@ -35,6 +35,7 @@ type file struct {
 	dirPos   uint64 // next ReadDir position
 	verified bool
 	at       frameAt // format 3: the frame read last
+	ahead    readAhead
 }
 
 func (f *file) Stat() (fs.FileInfo, error) {
@@ -110,6 +111,9 @@ func (f *file) readAtHint(op string, p []byte, off int64, at *frameAt) (_ int, e
 		}
 		if err := f.r.readContentAt(p[:n], f.rc, uint64(off), at); err != nil {
 			return 0, pathErr(op, f.name, err)
+		}
+		if at == &f.at {
+			f.readAhead(off, n)
 		}
 		return n, nil
 	}
@@ -442,5 +446,6 @@ func (f *file) Close() error {
 		return pathErr("close", f.name, os.ErrClosed)
 	}
 	f.closed = true
+	f.stopReadAhead()
 	return nil
 }

@@ -309,9 +309,22 @@ func (r *Reader) frameBytes(i uint64, f packformat.Frame, raw uint64) ([]byte, *
 		}
 		return b, nil, nil
 	}
-	if e := r.cache.get(uint32(i)); e != nil {
+	// The frame is decoded once, by the read that claims it; reads that
+	// come to it meanwhile (or a read ahead's, fetch) wait for it.
+	e, mine := r.cache.claim(uint32(i), int(raw), false)
+	if mine {
+		if err := r.decodeClaimed(e, i, f, raw); err != nil {
+			e.release()
+			return nil, nil, err
+		}
 		return e.b, e, nil
 	}
+	if e.wait() {
+		return e.b, e, nil
+	}
+	// Whoever claimed it failed: decode it here, which gives this read
+	// the error if there is one.
+	e.release()
 	buf := r.cache.buffer(int(raw))
 	b, err := r.loadFrame(i, f, raw, buf)
 	if err != nil {
@@ -321,8 +334,33 @@ func (r *Reader) frameBytes(i uint64, f packformat.Frame, raw uint64) ([]byte, *
 	if len(b) > 0 && cap(buf) >= len(b) && &buf[:1][0] == &b[0] {
 		b = buf[:len(b)] // the buffer's whole capacity, for its reuse
 	}
-	e := r.cache.put(uint32(i), b)
+	e = r.cache.put(uint32(i), b)
 	return e.b, e, nil
+}
+
+// decodeClaimed loads frame i (f, of raw size raw, which holds zstd data)
+// into e, which the caller claimed, and finishes e: filled, or failed
+// with the error (also when loadFrame panics on a fault in the mapping,
+// so that no read waits on e for ever). The caller holds r.mu and its
+// reference to e.
+func (r *Reader) decodeClaimed(e *cacheEntry, i uint64, f packformat.Frame, raw uint64) (err error) {
+	done := false
+	defer func() {
+		if !done {
+			r.cache.fail(e)
+		}
+	}()
+	buf := e.b
+	b, err := r.loadFrame(i, f, raw, buf)
+	if err != nil {
+		return err
+	}
+	if len(b) > 0 && cap(buf) >= len(b) && &buf[:1][0] == &b[0] {
+		b = buf[:len(b)] // the buffer's whole capacity, for its reuse
+	}
+	r.cache.finish(e, b)
+	done = true
+	return nil
 }
 
 // loadFrame reads frame i's stored bytes, checks them and decompresses
@@ -507,6 +545,25 @@ type cacheEntry struct {
 	b    []byte
 	refs int32 // reads copying from b, plus one while cached
 	used atomic.Bool
+
+	// An entry claimed for decoding is in the cache before its bytes
+	// are: ready is closed once they are in b (done set before), or
+	// once the decode failed (failed set before, and the entry out of
+	// the cache). Entries cached ready-made have done set and a nil
+	// ready.
+	ready  chan struct{}
+	done   atomic.Bool
+	failed bool
+}
+
+// wait waits until e's bytes are in b, and reports whether they are
+// (false: the decode failed). The caller holds a reference to e.
+func (e *cacheEntry) wait() bool {
+	if e.done.Load() {
+		return true
+	}
+	<-e.ready
+	return !e.failed
 }
 
 func newFrameCache(max int64) *frameCache {
@@ -523,6 +580,79 @@ func (c *frameCache) get(i uint32) *cacheEntry {
 	e.refs++
 	e.used.Store(true)
 	return e
+}
+
+// claim returns frame i's entry, referenced once for the caller, and
+// whether the caller claimed it: then the caller must decode the frame
+// into the entry's buffer (of capacity n+decodeSlack or more, length 0)
+// and finish or fail it, and other reads of frame i wait for that. An
+// entry that does not fit the bound is not cached and no other read sees
+// it. used gives a new entry a second chance before the CLOCK hand
+// evicts it (a frame read ahead of its reader).
+func (c *frameCache) claim(i uint32, n int, used bool) (*cacheEntry, bool) {
+	if e := c.get(i); e != nil {
+		return e, false
+	}
+	buf := c.buffer(n)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.m[i]; e != nil {
+		c.spareLocked(buf)
+		e.refs++
+		e.used.Store(true)
+		return e, false
+	}
+	e := &cacheEntry{c: c, i: i, b: buf, refs: 1, ready: make(chan struct{})}
+	size := cost(buf)
+	if size > c.max {
+		return e, true
+	}
+	for c.used+size > c.max && len(c.ring) > 0 {
+		c.evictLocked()
+	}
+	e.used.Store(used)
+	e.refs++
+	c.m[i] = e
+	c.ring = append(c.ring, e)
+	c.used += size
+	return e, true
+}
+
+// finish publishes b, the bytes decoded into the buffer of e (claimed),
+// to the reads waiting for them.
+func (c *frameCache) finish(e *cacheEntry, b []byte) {
+	c.mu.Lock()
+	if c.m[e.i] == e {
+		c.used += cost(b) - cost(e.b)
+	}
+	e.b = b
+	e.done.Store(true)
+	c.mu.Unlock()
+	close(e.ready)
+}
+
+// fail takes e (claimed, not finished) out of the cache and wakes the
+// reads waiting on it, which decode the frame themselves. The caller
+// keeps its reference.
+func (c *frameCache) fail(e *cacheEntry) {
+	c.mu.Lock()
+	e.failed = true
+	if c.m[e.i] == e {
+		delete(c.m, e.i)
+		for k, x := range c.ring {
+			if x == e {
+				last := len(c.ring) - 1
+				c.ring[k] = c.ring[last]
+				c.ring[last] = nil
+				c.ring = c.ring[:last]
+				break
+			}
+		}
+		c.used -= cost(e.b)
+		c.unrefLocked(e)
+	}
+	c.mu.Unlock()
+	close(e.ready)
 }
 
 // buffer returns a buffer of capacity n+decodeSlack or more.
@@ -564,6 +694,7 @@ func (c *frameCache) put(i uint32, b []byte) *cacheEntry {
 		return e
 	}
 	e := &cacheEntry{c: c, i: i, b: b, refs: 1}
+	e.done.Store(true)
 	size := cost(b)
 	if size > c.max {
 		return e // not cached: released to the spares when done

@@ -358,8 +358,8 @@ func BenchmarkRandomRead(b *testing.B) {
 }
 
 // BenchmarkSeqRead reads the 64 MiB file whole (WriteTo), from a Reader
-// opened once, and from the compressed pack cold, through WriteTo and
-// through ReadFile.
+// opened once, and from the compressed pack cold, through WriteTo,
+// through Read with a 32 KiB buffer and through ReadFile.
 func BenchmarkSeqRead(b *testing.B) {
 	f := getReadFixture(b)
 	for _, p := range []struct{ name, path string }{{"pack", f.bigRaw}, {"pack-zstd", f.bigZstd}} {
@@ -406,6 +406,30 @@ func BenchmarkSeqRead(b *testing.B) {
 		}
 		cpu.Report(b, 1, "op")
 	})
+	// Cold, through Read with io.Copy's 32 KiB buffer, as io.Copy reads
+	// through a wrapper that hides WriteTo (or bufio with a large one).
+	b.Run("backend=pack-zstd-cold-Read32K", func(b *testing.B) {
+		b.SetBytes(64 << 20)
+		buf := make([]byte, 32<<10)
+		cpu := cputime.Start()
+		for b.Loop() {
+			r, err := packreader.Open(f.bigZstd)
+			if err != nil {
+				b.Fatal(err)
+			}
+			h, err := r.Open("big")
+			if err != nil {
+				b.Fatal(err)
+			}
+			n, err := io.CopyBuffer(struct{ io.Writer }{io.Discard}, struct{ io.Reader }{h}, buf)
+			if err != nil || n != 64<<20 {
+				b.Fatal(n, err)
+			}
+			h.Close()
+			r.Close()
+		}
+		cpu.Report(b, 1, "op")
+	})
 	// Cold, through ReadFile: a copy of the whole file.
 	b.Run("backend=pack-zstd-cold-ReadFile", func(b *testing.B) {
 		b.SetBytes(64 << 20)
@@ -429,7 +453,10 @@ func BenchmarkSeqRead(b *testing.B) {
 // compressed as the pack's writer does (1 MiB frames, level 3), decoded
 // with DecodeAll into buffers reused from one frame to the next, by one
 // goroutine and by GOMAXPROCS of them (each its own decoder, a frame at
-// a time), with nothing else: no check, no cache, no copy.
+// a time), with nothing else: no check, no cache, no copy. The file is
+// generated text of short words and numbers (content=text), whose short
+// matches decode slower than real source: content=gosrc is the same
+// over 64 MiB of the Go distribution's .go files.
 func BenchmarkSeqReadCeiling(b *testing.B) {
 	f := getReadFixture(b)
 	r, err := packreader.Open(f.bigRaw)
@@ -446,24 +473,62 @@ func BenchmarkSeqReadCeiling(b *testing.B) {
 		b.Fatal(err)
 	}
 	const frame = 1 << 20
-	var frames [][]byte
-	for off := 0; off < len(data); off += frame {
-		frames = append(frames, enc.EncodeAll(data[off:min(off+frame, len(data))], nil))
+	contents := []struct {
+		name string
+		data []byte
+	}{{"text", data}, {"gosrc", goSource(b, len(data))}}
+	for _, c := range contents {
+		var frames [][]byte
+		for off := 0; off < len(c.data); off += frame {
+			frames = append(frames, enc.EncodeAll(c.data[off:min(off+frame, len(c.data))], nil))
+		}
+		ceiling(b, "content="+c.name+"/", frames, int64(len(c.data)))
 	}
+}
+
+// goSource returns n bytes of the Go distribution's .go files, one after
+// another in walk order (fewer if there are not so many).
+func goSource(b *testing.B, n int) []byte {
+	b.Helper()
+	var src []byte
+	err := filepath.WalkDir(filepath.Join(goRoot(b), "src"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || len(src) >= n {
+			return err
+		}
+		if d.Type().IsRegular() && filepath.Ext(p) == ".go" {
+			bb, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			src = append(src, bb...)
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return src[:min(len(src), n)]
+}
+
+// ceiling runs SeqReadCeiling over frames of size bytes in all.
+func ceiling(b *testing.B, prefix string, frames [][]byte, size int64) {
+	const frame = 1 << 20
 	for _, g := range []int{1, runtime.GOMAXPROCS(0)} {
-		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%sgoroutines=%d", prefix, g), func(b *testing.B) {
 			decs := make([]*zstd.Decoder, g)
 			bufs := make([][]byte, g)
 			for k := range decs {
-				if decs[k], err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(false)); err != nil {
+				dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(false))
+				if err != nil {
 					b.Fatal(err)
 				}
+				decs[k] = dec
 				defer decs[k].Close()
 				// 16 bytes past the frame: the slack the decoder's
 				// fastest copies write into.
 				bufs[k] = make([]byte, frame+16)
 			}
-			b.SetBytes(int64(len(data)))
+			b.SetBytes(size)
 			cpu := cputime.Start()
 			for b.Loop() {
 				var wg sync.WaitGroup
