@@ -31,9 +31,14 @@ type file struct {
 	// as it reads nothing else that changes.
 	closed atomic.Bool
 
+	// off is the offset of the next Read or Write. Every change to it is
+	// made under mu, except that Read on a handle that cannot write moves
+	// it without mu, by compare-and-swap from the offset it read at (see
+	// Read): so Seek moves it by compare-and-swap too.
+	off atomic.Int64
+
 	mu  sync.Mutex // guards what follows
-	off int64
-	dir *listing // a directory's listing, from its first ReadDir on
+	dir *listing   // a directory's listing, from its first ReadDir on
 }
 
 // listing is what a directory handle lists: the entries the directory held
@@ -80,26 +85,40 @@ func (h *file) Stat() (fs.FileInfo, error) {
 	return e.info(baseName(h.name), e.state()), nil
 }
 
+// Read reads from the offset and moves it past what it read. On a handle
+// that can write, it holds mu, so that it and Write serialize as on Linux.
+// On one that cannot, only Read and Seek move the offset, and Read takes no
+// lock: it reads at the offset it loaded and moves it only if no other Read
+// or Seek moved it meanwhile, else reads again at the new one. Each Read
+// then reads what it would have read had the Reads and Seeks run one after
+// another.
 func (h *file) Read(p []byte) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	if len(p) == 0 {
 		// As os does: no system call, only the check that h is open.
 		return 0, h.check("read")
 	}
-	n, err := h.readAt("read", p, h.off)
-	h.off += int64(n)
-	if err == io.EOF && n > 0 {
-		err = nil
+	if h.writable() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
 	}
-	return n, err
+	for {
+		off := h.off.Load()
+		n, err := h.readAt("read", p, off)
+		if n > 0 && !h.off.CompareAndSwap(off, off+int64(n)) {
+			continue
+		}
+		if err == io.EOF && n > 0 {
+			err = nil
+		}
+		return n, err
+	}
 }
 
 // ReadAt reads len(p) bytes at off without moving the offset; fewer bytes
 // come with io.EOF.
+// It takes no lock: it reads only what does not change and the file's
+// current state, as Read does.
 func (h *file) ReadAt(p []byte, off int64) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	if off < 0 {
 		return 0, layer.PathError("readat", h.name, errors.New("negative offset"))
 	}
@@ -133,8 +152,8 @@ func (h *file) readAt(op string, p []byte, off int64) (int, error) {
 func (h *file) Write(p []byte) (int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	n, err := h.writeAt("write", p, h.off, h.flag&os.O_APPEND != 0)
-	h.off += int64(n)
+	n, err := h.writeAt("write", p, h.off.Load(), h.flag&os.O_APPEND != 0)
+	h.off.Add(int64(n))
 	return n, err
 }
 
@@ -176,7 +195,7 @@ func (h *file) writeAt(op string, p []byte, off int64, appending bool) (int, err
 	s := h.ino.cur.Load().state()
 	if appending {
 		off = s.size()
-		h.off = off
+		h.off.Store(off)
 	}
 	if !s.isRegular() || pastMax(off, len(p)) {
 		return 0, layer.PathError(op, h.name, errInvalid)
@@ -237,7 +256,7 @@ func (h *file) WriteShared(p []byte, off int64, advance bool, log func() (shared
 	ns.mtime = f.now().UnixNano()
 	f.set(h.ino, ns)
 	if advance {
-		h.off = off + int64(len(p))
+		h.off.Store(off + int64(len(p)))
 	}
 	return len(p), nil
 }
@@ -254,20 +273,26 @@ func (h *file) Seek(offset int64, whence int) (int64, error) {
 		return 0, err
 	}
 	var pos int64
-	switch whence {
-	case io.SeekStart:
-		pos = offset
-	case io.SeekCurrent:
-		pos = h.off + offset
-	case io.SeekEnd:
-		pos = h.cur().size() + offset
-	default:
-		return 0, layer.PathError("seek", h.name, errInvalid)
+	for {
+		off := h.off.Load()
+		switch whence {
+		case io.SeekStart:
+			pos = offset
+		case io.SeekCurrent:
+			pos = off + offset
+		case io.SeekEnd:
+			pos = h.cur().size() + offset
+		default:
+			return 0, layer.PathError("seek", h.name, errInvalid)
+		}
+		if pos < 0 {
+			return 0, layer.PathError("seek", h.name, errInvalid)
+		}
+		// A Read without mu may have moved the offset since the Load.
+		if h.off.CompareAndSwap(off, pos) {
+			break
+		}
 	}
-	if pos < 0 {
-		return 0, layer.PathError("seek", h.name, errInvalid)
-	}
-	h.off = pos
 	if pos == 0 && h.cur().isDir() {
 		h.dir = nil
 	}
