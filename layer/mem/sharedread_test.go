@@ -102,7 +102,7 @@ func findChunk(data, b []byte) int {
 // time: a relative seek is not lost to a concurrent Read, so the offset at
 // the end is the bytes read plus the seeks' sum.
 func TestReadSeekCurrentBeside(t *testing.T) {
-	const size = 1 << 15
+	const size = 1 << 19
 	fsys := mem.New()
 	if err := fsys.WriteFile("f", make([]byte, size), 0o644); err != nil {
 		t.Fatal(err)
@@ -113,25 +113,31 @@ func TestReadSeekCurrentBeside(t *testing.T) {
 	}
 	defer f.Close()
 	sk := f.(io.Seeker)
-	const reads, seeks = 4000, 4000
+	const goroutines, reads, seeks = 2, 100000, 100000
+	start := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		b := make([]byte, 1)
-		for range reads {
-			if n, err := f.Read(b); n != 1 || err != nil {
-				t.Errorf("Read = %d, %v", n, err)
-				return
+	for range goroutines {
+		wg.Go(func() {
+			b := make([]byte, 1)
+			<-start
+			for range reads / goroutines {
+				if n, err := f.Read(b); n != 1 || err != nil {
+					t.Errorf("Read = %d, %v", n, err)
+					return
+				}
 			}
-		}
-	})
-	wg.Go(func() {
-		for range seeks {
-			if _, err := sk.Seek(2, io.SeekCurrent); err != nil {
-				t.Error(err)
-				return
+		})
+		wg.Go(func() {
+			<-start
+			for range seeks / goroutines {
+				if _, err := sk.Seek(2, io.SeekCurrent); err != nil {
+					t.Error(err)
+					return
+				}
 			}
-		}
-	})
+		})
+	}
+	close(start)
 	wg.Wait()
 	pos, err := sk.Seek(0, io.SeekCurrent)
 	if err != nil {
