@@ -98,9 +98,11 @@ func findChunk(data, b []byte) int {
 }
 
 // TestReadSeekCurrentBeside moves the offset of a read-only handle with
-// Seek(k, SeekCurrent) while another goroutine reads it one byte at a
-// time: a relative seek is not lost to a concurrent Read, so the offset at
-// the end is the bytes read plus the seeks' sum.
+// Seek(2, SeekCurrent) in two goroutines while two others read it one
+// byte at a time: neither a relative seek nor a Read's advance is lost to
+// the other, so the offset at the end is the bytes read plus the seeks'
+// sum. The window is a few instructions wide: the race detector's runs
+// are the ones that find a lost update.
 func TestReadSeekCurrentBeside(t *testing.T) {
 	const size = 1 << 19
 	fsys := mem.New()
