@@ -659,3 +659,50 @@ func TestIssue16ParallelReadFile(t *testing.T) {
 		t.Errorf("ReadFile of a truncated pack: %v, want ErrChanged", err)
 	}
 }
+
+// TestReadFileDamagedFrameCostsNoCopy: ReadFile of a compressed content
+// whose third frame is damaged fails before it allocates the content's
+// copy, through a mapping and through an io.ReaderAt. It used to check only
+// the first frame first, so a pack of a kilobyte whose content claimed a
+// megabyte cost a megabyte per failed call (found by FuzzOpen).
+func TestReadFileDamagedFrameCostsNoCopy(t *testing.T) {
+	const size = 4 << 20
+	name := filepath.Join(t.TempDir(), "p.pack")
+	must(t, packwriter.WriteFile(name, fstest.MapFS{"big": {Data: textish(5, size), Mode: 0o644}}, packwriter.WithCompression(3)))
+	data, err := os.ReadFile(name)
+	must(t, err)
+	_, frames := framesOf(t, data)
+	if len(frames) < 4 || frames[2].Stored == 0 {
+		t.Fatalf("want 3 stored frames or more, got %+v", frames)
+	}
+	data[frames[2].Off+uint64(frames[2].Stored)/2] ^= 0x40
+	must(t, os.WriteFile(name, data, 0o644))
+	mapped, err := packreader.Open(name)
+	must(t, err)
+	defer mapped.Close()
+	viaRA, err := packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)))
+	must(t, err)
+	for how, r := range map[string]*packreader.Reader{"mapped": mapped, "ReaderAt": viaRA} {
+		for range 2 { // the second call finds the frames checked
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			b, err := r.ReadFile("big")
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, packreader.ErrCorrupt) || b != nil {
+				t.Fatalf("%s: ReadFile: %d bytes, %v; want ErrCorrupt", how, len(b), err)
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > size/4 {
+				t.Errorf("%s: a failed ReadFile of %d bytes allocated %d", how, size, got)
+			}
+		}
+		// The frames before the damaged one still read.
+		f, err := r.Open("big")
+		must(t, err)
+		got, err := io.ReadAll(io.LimitReader(f, int64(frames[2].Pos-frames[0].Pos)))
+		must(t, err)
+		if want := textish(5, size)[:len(got)]; !bytes.Equal(got, want) || len(got) == 0 {
+			t.Errorf("%s: the %d bytes before the damage read wrong", how, len(got))
+		}
+		f.Close()
+	}
+}
