@@ -115,11 +115,11 @@ func TestIssue16RandomReads(t *testing.T) {
 		tree[fmt.Sprintf("f%02d", i)] = &fstest.MapFile{Data: textish(uint64(i), 1+i*i*97), Mode: 0o644}
 	}
 	tree["big"] = &fstest.MapFile{Data: textish(99, 1<<20+12345), Mode: 0o644}
-	reads := 300 // per goroutine
+	reads, levels := 300, []int{0, 3, 19} // reads per goroutine
 	if testsize.Short() {
-		reads = 100
+		reads, levels = 40, []int{0, 3}
 	}
-	for _, level := range []int{0, 3, 19} {
+	for _, level := range levels {
 		name := filepath.Join(t.TempDir(), "p.pack")
 		must(t, packwriter.WriteFile(name, tree, packwriter.WithCompression(level)))
 		data, err := os.ReadFile(name)
