@@ -12,6 +12,7 @@ import (
 
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/internal/pathwalk"
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs/layer/mem"
 	"github.com/packfs/packfs/packreader"
 	"github.com/packfs/packfs/packwriter"
@@ -233,7 +234,7 @@ func TestIssue19CachedDirStructure(t *testing.T) {
 func TestIssue19CachedDirReadersBesideWriter(t *testing.T) {
 	u := packfs.New(mem.New(), issue19Pack(t))
 	rounds := 300
-	if testing.Short() {
+	if testsize.Short() {
 		rounds = 100
 	}
 	done := make(chan struct{})
@@ -688,7 +689,7 @@ func TestIssue19RmdirKeepsCache(t *testing.T) {
 func TestIssue19OpenBesideWriter(t *testing.T) {
 	u := packfs.New(mem.New(), issue19Pack(t))
 	rounds := 200
-	if testing.Short() {
+	if testsize.Short() {
 		rounds = 50
 	}
 	// WriteFile opens and then writes, as os's does: a reader between the

@@ -379,7 +379,7 @@ func probeStoreModel(t *testing.T, policy packfs.SyncPolicy, seed uint64, rounds
 // agree, and no undone transaction's stamp shows.
 func TestIssue19ProbeReadOnlyBesideUndo(t *testing.T) {
 	rounds := 150
-	if testing.Short() || raceEnabled {
+	if testsize.Short() || raceEnabled {
 		rounds = 50
 	}
 	dir := t.TempDir()
@@ -484,7 +484,7 @@ func TestIssue19ProbeReadOnlyBesideUndo(t *testing.T) {
 // read that starts after the change.
 func TestIssue19ProbeAdapterBesideUndo(t *testing.T) {
 	rounds := 300
-	if testing.Short() || raceEnabled {
+	if testsize.Short() || raceEnabled {
 		rounds = 100
 	}
 	s, err := packfs.Open("", &packfs.Options{FS: vfstest.NewMemFS(), CheckpointBytes: 64 << 10})
@@ -573,7 +573,7 @@ func TestIssue19ProbeAdapterBesideUndo(t *testing.T) {
 // without the check readView makes, and so walked it mid-transaction.
 func TestIssue19ProbeOpenBesideTransaction(t *testing.T) {
 	rounds := 400
-	if testing.Short() || raceEnabled {
+	if testsize.Short() || raceEnabled {
 		rounds = 150
 	}
 	s, err := packfs.Open("", &packfs.Options{FS: vfstest.NewMemFS(), Sync: packfs.SyncNone, CheckpointBytes: -1})

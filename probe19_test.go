@@ -342,7 +342,7 @@ type linearFS interface {
 
 func probeLinearReads(t *testing.T, u linearFS, hot int) {
 	steps := 600
-	if testing.Short() {
+	if testsize.Short() {
 		steps = 200
 	}
 	dirs := []string{".", "m", "p"}
@@ -463,7 +463,7 @@ func (a *atomicInt) Store(i int) { a.v.Store(int64(i)) }
 // and through the afero adapter over it.
 func TestIssue19ProbeSymlinkSwap(t *testing.T) {
 	swaps := 4000
-	if testing.Short() {
+	if testsize.Short() {
 		swaps = 1000
 	}
 	for _, dir := range []string{"", "m/"} {
@@ -518,7 +518,7 @@ func TestIssue19ProbeSymlinkSwap(t *testing.T) {
 // or it was opened on the copy.
 func TestIssue19ProbeOpenBesideCopyUp(t *testing.T) {
 	files := 3000
-	if testing.Short() || raceEnabled {
+	if testsize.Short() || raceEnabled {
 		files = 600
 	}
 	low := mem.New()

@@ -236,7 +236,10 @@ func TestStoreCrashEveryOperation(t *testing.T) {
 	seen, total := states(t)
 	t.Logf("%d distinct states, %d file-system operations", len(seen), total)
 	stride := 1
-	if raceEnabled || testsize.Short() {
+	switch {
+	case testsize.Short():
+		stride = 41
+	case raceEnabled:
 		stride = 17
 	}
 	for _, keep := range []float64{0, 0.1, 0.5, 0.9} {
@@ -288,7 +291,10 @@ func checkRecovered(t *testing.T, fsys vfs.FS, seen map[string][]int, acked int,
 func TestStoreFaultEveryOperation(t *testing.T) {
 	seen, total := states(t)
 	stride := 1
-	if raceEnabled || testsize.Short() {
+	switch {
+	case testsize.Short():
+		stride = 29
+	case raceEnabled:
 		stride = 11
 	}
 	surfaced := 0

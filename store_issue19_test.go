@@ -14,6 +14,7 @@ import (
 
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/aferoadapter"
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs/vfs/vfstest"
 	"github.com/spf13/afero"
 )
@@ -264,7 +265,7 @@ func TestIssue19UndoBesideReaders(t *testing.T) {
 	mustDo(t, s.WriteFile("a", []byte("0"), 0o644))
 	mustDo(t, s.WriteFile("b", []byte("0"), 0o644))
 	rounds := 300
-	if testing.Short() {
+	if testsize.Short() {
 		rounds = 100
 	}
 	done := make(chan struct{})

@@ -357,7 +357,7 @@ func TestIssue17ConformanceStoreOverLowers(t *testing.T) {
 	case raceEnabled:
 		opts = append(opts, conformance.WithSeeds(40))
 	case testsize.Short():
-		opts = append(opts, conformance.WithSeeds(50))
+		opts = append(opts, conformance.WithSeeds(30))
 	default:
 		opts = append(opts, conformance.WithSeeds(1000))
 	}

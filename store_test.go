@@ -76,7 +76,7 @@ func TestConformanceStore(t *testing.T) {
 	case raceEnabled:
 		opts = append(opts, conformance.WithSeeds(60))
 	case testsize.Short():
-		opts = append(opts, conformance.WithSeeds(100))
+		opts = append(opts, conformance.WithSeeds(50))
 	default:
 		opts = append(opts, conformance.WithSeeds(600))
 	}

@@ -60,7 +60,7 @@
 //     not return errors.ErrUnsupported.
 //   - Concurrency: goroutines creating, reading, renaming and removing at
 //     once, checked at the end; run the suite under -race.
-//   - "Differential": random sequences of operations (200 of 50 by
+//   - "Differential": random sequences of operations (100 of 50 by
 //     default; with PACKFS_LONG=1 in the environment, 2,000, or 500 under
 //     -race) over a small name space, applied to the
 //     backend and, through package os, to a directory of the host (on

@@ -65,12 +65,12 @@ type config struct {
 const (
 	defaultSeeds      = 2000
 	defaultRaceSeeds  = 500 // under the race detector
-	defaultShortSeeds = 200
+	defaultShortSeeds = 100
 	defaultOps        = 50
 )
 
 var (
-	flagSeeds = flag.Int("conformance.seeds", 0, "number of random sequences of the differential test (0: default, 200; with PACKFS_LONG=1, 2000, or 500 under -race)")
+	flagSeeds = flag.Int("conformance.seeds", 0, "number of random sequences of the differential test (0: default, 100; with PACKFS_LONG=1, 2000, or 500 under -race)")
 	flagSeed  = flag.Int64("conformance.seed", 0, "replay only this seed of the differential test, logging every operation")
 	flagOps   = flag.Int("conformance.ops", 0, "operations per random sequence of the differential test (0: default, 50)")
 )
@@ -103,7 +103,7 @@ func Skip(name, reason string) Option {
 }
 
 // WithSeeds sets how many random sequences the differential test runs
-// (default 2,000; 200 with -short; 500 under the race detector, which
+// (default 2,000; 100 with -short; 500 under the race detector, which
 // slows this single goroutine's work tenfold). The flag -conformance.seeds
 // overrides it.
 func WithSeeds(n int) Option {

@@ -140,6 +140,56 @@ func (r *Reader) framePos(i uint64) (uint64, error) {
 	return packformat.DecodeFrame(r.frames[i*packformat.FrameEntrySize:]).Pos, nil
 }
 
+// checkSpan checks the frames that hold rc's content, their entries and
+// the checksums of their stored bytes, without decompressing them: what
+// can be known of the content before a copy of it is allocated, so that a
+// damaged one costs no copy. Through an io.ReaderAt it reads the stored
+// bytes of a frame not yet checked twice, once here and once to decompress
+// them, as format 2's ReadFile reads a content; it does so only for a
+// content larger than a frame, since a copy of at most a frame costs what
+// a frame buffer costs a reader through Open. The caller holds r.mu.
+func (r *Reader) checkSpan(rc packformat.Record) error {
+	sums := r.mapped != nil || rc.Size > packformat.MaxFrame
+	i, err := r.findFrame(rc, rc.Off)
+	if err != nil {
+		return err
+	}
+	for pos, end := rc.Off, rc.Off+rc.Size; pos < end; i++ {
+		f, raw, err := r.frame(i)
+		if err != nil {
+			return err
+		}
+		if pos < f.Pos || pos-f.Pos >= raw {
+			return corrupt("frame %d does not hold stream byte %d", i, pos)
+		}
+		pos = f.Pos + raw
+		if f.Stored == 0 || !sums || r.frameChecked(i) {
+			continue
+		}
+		var sum uint32
+		if r.mapped != nil {
+			sum = crc32.Checksum(r.mapped[f.Off:f.Off+uint64(f.Stored)], packformat.Castagnoli)
+		} else {
+			buf := getBuf()
+			for off, left := int64(f.Off), int(f.Stored); left > 0; {
+				n := min(left, len(buf))
+				if err := readFull(r.ra, buf[:n], off); err != nil {
+					putBuf(buf)
+					return err
+				}
+				sum = crc32.Update(sum, packformat.Castagnoli, buf[:n])
+				off, left = off+int64(n), left-n
+			}
+			putBuf(buf)
+		}
+		if sum != f.CRC {
+			return corrupt("frame %d: checksum mismatch", i)
+		}
+		r.markFrame(i)
+	}
+	return nil
+}
+
 // frameAt is a decoded frame entry: what a file remembers of the frame
 // it read last, so that reads in the same frame decode nothing.
 type frameAt struct {

@@ -115,11 +115,11 @@ func TestIssue16RandomReads(t *testing.T) {
 		tree[fmt.Sprintf("f%02d", i)] = &fstest.MapFile{Data: textish(uint64(i), 1+i*i*97), Mode: 0o644}
 	}
 	tree["big"] = &fstest.MapFile{Data: textish(99, 1<<20+12345), Mode: 0o644}
-	reads := 300 // per goroutine
+	reads, levels := 300, []int{0, 3, 19} // reads per goroutine
 	if testsize.Short() {
-		reads = 100
+		reads, levels = 40, []int{0, 3}
 	}
-	for _, level := range []int{0, 3, 19} {
+	for _, level := range levels {
 		name := filepath.Join(t.TempDir(), "p.pack")
 		must(t, packwriter.WriteFile(name, tree, packwriter.WithCompression(level)))
 		data, err := os.ReadFile(name)
@@ -657,5 +657,52 @@ func TestIssue16ParallelReadFile(t *testing.T) {
 	must(t, os.Truncate(path, int64(frames[2].Off)))
 	if _, err := r.ReadFile("big"); !errors.Is(err, packreader.ErrChanged) {
 		t.Errorf("ReadFile of a truncated pack: %v, want ErrChanged", err)
+	}
+}
+
+// TestReadFileDamagedFrameCostsNoCopy: ReadFile of a compressed content
+// whose third frame is damaged fails before it allocates the content's
+// copy, through a mapping and through an io.ReaderAt. It used to check only
+// the first frame first, so a pack of a kilobyte whose content claimed a
+// megabyte cost a megabyte per failed call (found by FuzzOpen).
+func TestReadFileDamagedFrameCostsNoCopy(t *testing.T) {
+	const size = 4 << 20
+	name := filepath.Join(t.TempDir(), "p.pack")
+	must(t, packwriter.WriteFile(name, fstest.MapFS{"big": {Data: textish(5, size), Mode: 0o644}}, packwriter.WithCompression(3)))
+	data, err := os.ReadFile(name)
+	must(t, err)
+	_, frames := framesOf(t, data)
+	if len(frames) < 4 || frames[2].Stored == 0 {
+		t.Fatalf("want 3 stored frames or more, got %+v", frames)
+	}
+	data[frames[2].Off+uint64(frames[2].Stored)/2] ^= 0x40
+	must(t, os.WriteFile(name, data, 0o644))
+	mapped, err := packreader.Open(name)
+	must(t, err)
+	defer mapped.Close()
+	viaRA, err := packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)))
+	must(t, err)
+	for how, r := range map[string]*packreader.Reader{"mapped": mapped, "ReaderAt": viaRA} {
+		for range 2 { // the second call finds the frames checked
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			b, err := r.ReadFile("big")
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, packreader.ErrCorrupt) || b != nil {
+				t.Fatalf("%s: ReadFile: %d bytes, %v; want ErrCorrupt", how, len(b), err)
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > size/4 {
+				t.Errorf("%s: a failed ReadFile of %d bytes allocated %d", how, size, got)
+			}
+		}
+		// The frames before the damaged one still read.
+		f, err := r.Open("big")
+		must(t, err)
+		got, err := io.ReadAll(io.LimitReader(f, int64(frames[2].Pos-frames[0].Pos)))
+		must(t, err)
+		if want := textish(5, size)[:len(got)]; !bytes.Equal(got, want) || len(got) == 0 {
+			t.Errorf("%s: the %d bytes before the damage read wrong", how, len(got))
+		}
+		f.Close()
 	}
 }

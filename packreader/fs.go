@@ -143,9 +143,10 @@ func (r *Reader) readFile3(name string, rc packformat.Record) ([]byte, error) {
 			return append(make([]byte, 0, len(b)), b...), nil
 		}
 	}
-	// The first frame is checked before the copy is allocated, so that a
-	// bad content costs nothing; later ones as the copy goes.
-	if _, err := r.findFrame(rc, rc.Off); err != nil {
+	// Every frame the content spans is checked before the copy is
+	// allocated, so that a bad content costs nothing; a frame's
+	// decompression, which only the copy can hold, as the copy goes.
+	if err := r.checkSpan(rc); err != nil {
 		return nil, pathErr("read", name, err)
 	}
 	b := make([]byte, rc.Size)

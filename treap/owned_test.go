@@ -14,7 +14,7 @@ import (
 // owner was left behind must come through the later edits unchanged.
 func TestOwnedRandom(t *testing.T) {
 	for _, cf := range configs {
-		for seed := range uint64(*seeds) {
+		for seed := range seeds() {
 			t.Run(fmt.Sprintf("%s/seed=%d", cf.name, seed), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(seed, 7))
 				m, md := cf.make(), model(nil)

@@ -10,9 +10,22 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/packfs/packfs/internal/testsize"
 )
 
-var seeds = flag.Int("treap.seeds", 50, "number of seeds for the randomized tests (e.g. 1000 for a long run)")
+var flagSeeds = flag.Int("treap.seeds", 0, "number of seeds for the randomized tests (0: 16, or 50 with PACKFS_LONG=1; e.g. 1000 for a long run)")
+
+// seeds is how many seeds each randomized test runs.
+func seeds() uint64 {
+	switch {
+	case *flagSeeds > 0:
+		return uint64(*flagSeeds)
+	case testsize.Short():
+		return 16
+	}
+	return 50
+}
 
 // kv is one entry of the model.
 type kv struct{ k, v int }
@@ -129,7 +142,7 @@ type version struct {
 func TestRandom(t *testing.T) {
 	for _, cf := range configs {
 		t.Run(cf.name, func(t *testing.T) {
-			for seed := range uint64(*seeds) {
+			for seed := range seeds() {
 				t.Run(fmt.Sprint(seed), func(t *testing.T) {
 					t.Parallel()
 					runRandom(t, seed, cf.make(), 1000)
@@ -274,7 +287,7 @@ func shapeOf[K, V any](m Map[K, V]) string {
 func TestShapeDeterminism(t *testing.T) {
 	for _, cf := range configs {
 		t.Run(cf.name, func(t *testing.T) {
-			for seed := range uint64(*seeds) {
+			for seed := range seeds() {
 				r := rand.New(rand.NewPCG(seed, 1))
 				keys := r.Perm(200 + r.IntN(300))
 				a := cf.make()

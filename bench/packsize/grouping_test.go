@@ -7,18 +7,19 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/packfs/packfs/internal/testsize"
 )
 
 // TestGroupingBeatsDictionary is the measurement FORMAT.md records: the
 // small files (at most 4 KiB) of Go's src compressed one by one, one by
 // one with a dictionary of samples, and grouped in frames of 64 KiB as
-// compressed packs group them. Grouping must win. -short takes the first
+// compressed packs group them. Grouping must win. The quick run takes the first
 // 1,000 files.
 func TestGroupingBeatsDictionary(t *testing.T) {
 	var files [][]byte
 	root := filepath.Join(goRoot(t), "src")
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() || testing.Short() && len(files) >= 1000 {
+		if err != nil || !d.Type().IsRegular() || testsize.Short() && len(files) >= 1000 {
 			return nil
 		}
 		if fi, err := d.Info(); err == nil && fi.Size() <= 4096 {

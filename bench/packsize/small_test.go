@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs/packreader"
 )
 
@@ -15,7 +16,7 @@ import (
 // files; the sizes are logged, and BenchmarkSize has full-size figures.
 func TestTinyTree(t *testing.T) {
 	n := 2000
-	if testing.Short() {
+	if testsize.Short() {
 		n = 200
 	}
 	dir := t.TempDir()
