@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/packfs/packfs/internal/testsize"
 )
@@ -67,10 +68,12 @@ func testIndexBesideWriters(t *testing.T, f *FS) {
 	chainName := func(k int64) string { return fmt.Sprintf("d%d/n%d", (k+1)/2%2, k) }
 	must(f.WriteFile(chainName(0), []byte("c"), 0o644))
 	var at atomic.Int64 // the chain step last completed
-	var stop atomic.Bool
+	var stop, failed atomic.Bool
+	var stopAt atomic.Int64 // when the churn ended, in Unix nanoseconds
 	var wg sync.WaitGroup
 	fail := func(format string, args ...any) {
 		t.Errorf(format, args...)
+		failed.Store(true)
 		stop.Store(true)
 	}
 
@@ -86,7 +89,10 @@ func testIndexBesideWriters(t *testing.T, f *FS) {
 	})
 	// The churn's writer: it ends the run.
 	wg.Go(func() {
-		defer stop.Store(true)
+		defer func() {
+			stopAt.Store(time.Now().UnixNano())
+			stop.Store(true)
+		}()
 		for r := range rounds {
 			d := fmt.Sprintf("d%d", r%2)
 			for i := range filler {
@@ -141,12 +147,17 @@ func testIndexBesideWriters(t *testing.T, f *FS) {
 			}
 		}
 	})
-	// Readers.
+	// Readers. They go on past the churn until one has seen an index, for
+	// up to 10 s: a lookup builds one only when it finds the writer's lock
+	// free, which on a loaded machine may not happen while writers run.
 	var sawIndex atomic.Bool
+	done := func() bool {
+		return failed.Load() || stop.Load() && (sawIndex.Load() || time.Now().UnixNano()-stopAt.Load() > 10e9)
+	}
 	for g := range 2 {
 		wg.Go(func() {
 			var k int64
-			for n := 0; !stop.Load(); n++ {
+			for n := 0; !done(); n++ {
 				if !sawIndex.Load() {
 					if e, ok := f.root.Load().state().dir.kids.Get(fmt.Sprintf("d%d", n%2)); ok && e.state().dir.idx.Load() != nil {
 						sawIndex.Store(true)
