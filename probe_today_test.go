@@ -1,0 +1,218 @@
+package packfs_test
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/packfs/packfs"
+	"github.com/packfs/packfs/internal/testsize"
+)
+
+// probeDirs returns a directory on each kind of disk the machine has for
+// tests: t.TempDir, and one under /dev/shm (tmpfs) where there is one.
+func probeDirs(t *testing.T) map[string]string {
+	dirs := map[string]string{"tempdir": t.TempDir()}
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		if d, err := os.MkdirTemp("/dev/shm", "packfs-probe-"); err == nil {
+			t.Cleanup(func() { os.RemoveAll(d) })
+			dirs["shm"] = d
+		}
+	}
+	return dirs
+}
+
+// settleGoroutines fails t unless the goroutines come back to base
+// within 20 s.
+func settleGoroutines(t *testing.T, base int) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); runtime.NumGoroutine() > base; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
+		}
+	}
+}
+
+// waitAll waits for wg, or fails t with every goroutine's stack once 60 s
+// have passed: a hang.
+func waitAll(t *testing.T, wg *sync.WaitGroup, what string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%s: hung:\n%s", what, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// TestProbeGroupCommitMixed: sixteen durable committers under SyncAlways
+// at once, on ext4 and on tmpfs, each mixing writes that succeed, writes
+// that fail before they are logged (into a missing directory),
+// transactions that commit, transactions that fail, and Sync: every
+// change acknowledged is there, now and after a reopen, every one that
+// failed is not, and no goroutine outlives Close.
+func TestProbeGroupCommitMixed(t *testing.T) {
+	committers, each := 16, 12
+	if !testsize.Short() {
+		committers, each = 32, 60
+	}
+	for kind, dir := range probeDirs(t) {
+		base := runtime.NumGoroutine()
+		s, err := packfs.Open(dir+"/store", &packfs.Options{Sync: packfs.SyncAlways})
+		mustDo(t, err)
+		acked := make([][]bool, committers)
+		var wg sync.WaitGroup
+		for g := range committers {
+			acked[g] = make([]bool, each)
+			wg.Go(func() {
+				for i := range each {
+					name := fmt.Sprintf("g%02d-%03d", g, i)
+					var err error
+					switch i % 5 {
+					case 0, 1:
+						err = s.WriteFile(name, []byte(name), 0o644)
+					case 2:
+						err = s.Update(func(tx *packfs.Tx) error {
+							if err := tx.WriteFile(name, []byte(name), 0o644); err != nil {
+								return err
+							}
+							return tx.WriteFile(name+".b", []byte(name), 0o644)
+						})
+					case 3:
+						if werr := s.WriteFile("missing/"+name, nil, 0o644); !errors.Is(werr, fs.ErrNotExist) {
+							t.Errorf("%s: write into a missing directory: %v", kind, werr)
+						}
+						uerr := s.Update(func(tx *packfs.Tx) error {
+							if err := tx.WriteFile(name, []byte("lost"), 0o644); err != nil {
+								return err
+							}
+							return errors.New("no")
+						})
+						if uerr == nil {
+							t.Errorf("%s: a failed transaction committed", kind)
+						}
+						err = errors.New("failed on purpose")
+					case 4:
+						err = s.WriteFile(name, []byte(name), 0o644)
+						if serr := s.Sync(); serr != nil {
+							t.Errorf("%s: Sync: %v", kind, serr)
+						}
+					}
+					acked[g][i] = err == nil
+				}
+			})
+		}
+		waitAll(t, &wg, kind+": committers")
+		check := func(when string, s *packfs.Store) {
+			for g := range committers {
+				for i := range each {
+					name := fmt.Sprintf("g%02d-%03d", g, i)
+					b, err := s.ReadFile(name)
+					switch {
+					case acked[g][i] && (err != nil || string(b) != name):
+						t.Errorf("%s %s: %s acknowledged, reads %q, %v", kind, when, name, b, err)
+					case !acked[g][i] && !errors.Is(err, fs.ErrNotExist):
+						t.Errorf("%s %s: %s failed, reads %q, %v", kind, when, name, b, err)
+					}
+					if i%5 == 2 && acked[g][i] {
+						if _, err := s.Stat(name + ".b"); err != nil {
+							t.Errorf("%s %s: half a transaction: %v", kind, when, err)
+						}
+					}
+				}
+			}
+		}
+		check("now", s)
+		mustDo(t, s.Close())
+		settleGoroutines(t, base)
+		s, err = packfs.Open(dir+"/store", &packfs.Options{Sync: packfs.SyncAlways})
+		mustDo(t, err)
+		check("reopened", s)
+		mustDo(t, s.Close())
+		settleGoroutines(t, base)
+	}
+}
+
+// TestProbeGroupCommitClose: Close of a SyncAlways store while durable
+// committers keep committing (and so wait in the group commit): Close
+// returns, every committer returns, each change acknowledged is there
+// after a reopen, every call after Close fails with fs.ErrClosed, and
+// no goroutine outlives it.
+func TestProbeGroupCommitClose(t *testing.T) {
+	rounds := 4
+	if !testsize.Short() {
+		rounds = 30
+	}
+	for kind, dir := range probeDirs(t) {
+		for round := range rounds {
+			base := runtime.NumGoroutine()
+			path := fmt.Sprintf("%s/store%d", dir, round)
+			s, err := packfs.Open(path, &packfs.Options{Sync: packfs.SyncAlways, CheckpointBytes: 1 << 16})
+			mustDo(t, err)
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			var acked []string
+			var started atomic.Int64
+			var closed atomic.Bool
+			for g := range 8 {
+				wg.Go(func() {
+					for i := 0; ; i++ {
+						name := fmt.Sprintf("g%d-%d", g, i)
+						wasClosed := closed.Load()
+						var err error
+						if i%3 == 2 {
+							err = s.Update(func(tx *packfs.Tx) error { return tx.WriteFile(name, []byte(name), 0o644) })
+						} else {
+							err = s.WriteFile(name, []byte(name), 0o644)
+						}
+						started.Add(1)
+						if err == nil {
+							if wasClosed {
+								t.Errorf("%s: %s acknowledged after Close returned", kind, name)
+							}
+							mu.Lock()
+							acked = append(acked, name)
+							mu.Unlock()
+							continue
+						}
+						if !errors.Is(err, fs.ErrClosed) {
+							t.Errorf("%s: %s: %v", kind, name, err)
+						}
+						return
+					}
+				})
+			}
+			for started.Load() < int64(8*(1+round%4)) {
+				runtime.Gosched()
+			}
+			cerr := s.Close()
+			closed.Store(true)
+			mustDo(t, cerr)
+			waitAll(t, &wg, kind+": committers after Close")
+			if err := s.WriteFile("late", nil, 0o644); !errors.Is(err, fs.ErrClosed) {
+				t.Errorf("%s: write after Close: %v", kind, err)
+			}
+			if err := s.Sync(); !errors.Is(err, fs.ErrClosed) {
+				t.Errorf("%s: Sync after Close: %v", kind, err)
+			}
+			settleGoroutines(t, base)
+			s, err = packfs.Open(path, nil)
+			mustDo(t, err)
+			for _, name := range acked {
+				if b, err := s.ReadFile(name); err != nil || string(b) != name {
+					t.Errorf("%s round %d: %s acknowledged, reads %q, %v after a reopen", kind, round, name, b, err)
+				}
+			}
+			mustDo(t, s.Close())
+		}
+	}
+}
