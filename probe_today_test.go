@@ -13,6 +13,8 @@ import (
 
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/internal/testsize"
+	"github.com/packfs/packfs/vfs"
+	"github.com/packfs/packfs/vfs/vfstest"
 )
 
 // probeDirs returns a directory on each kind of disk the machine has for
@@ -214,5 +216,92 @@ func TestProbeGroupCommitClose(t *testing.T) {
 			}
 			mustDo(t, s.Close())
 		}
+	}
+}
+
+// TestProbeGroupCommitCrash: eight durable committers under SyncAlways at
+// once on a disk that crashes at operation k (every one from then on
+// fails), or fails operation k alone, for k across the run: every
+// committer returns, and every change
+// acknowledged is in the store that a power cut at that moment leaves,
+// a transaction's two files both or neither.
+func TestProbeGroupCommitCrash(t *testing.T) {
+	const committers, each = 8, 6
+	run := func(d vfs.FS) ([][]bool, error) {
+		s, err := packfs.Open("", &packfs.Options{FS: d, Sync: packfs.SyncAlways, CheckpointBytes: 1 << 12})
+		if err != nil {
+			return nil, err
+		}
+		acked := make([][]bool, committers)
+		var wg sync.WaitGroup
+		for g := range committers {
+			acked[g] = make([]bool, each)
+			wg.Go(func() {
+				for i := range each {
+					name := fmt.Sprintf("g%d-%d", g, i)
+					var err error
+					if i%2 == 1 {
+						err = s.Update(func(tx *packfs.Tx) error {
+							if err := tx.WriteFile(name, []byte(name), 0o644); err != nil {
+								return err
+							}
+							return tx.WriteFile(name+".b", []byte(name), 0o644)
+						})
+					} else {
+						err = s.WriteFile(name, []byte(name), 0o644)
+					}
+					acked[g][i] = err == nil
+				}
+			})
+		}
+		waitAll(t, &wg, "committers")
+		s.Close()
+		return acked, nil
+	}
+	m := vfstest.NewMemFS()
+	if _, err := run(m); err != nil {
+		t.Fatal(err)
+	}
+	total := m.Count()
+	stride := max(1, total/40)
+	if !testsize.Short() {
+		stride = 1
+	}
+	for k := 0; k < 2*total; k += stride {
+		m := vfstest.NewMemFS()
+		var d vfs.FS = m
+		what := "crash"
+		if k < total {
+			m.CrashAt(k)
+		} else {
+			// One operation fails, a write or a sync of the log, say;
+			// the store fails from then on.
+			what = "fault"
+			d = vfstest.NewFaulty(m, k-total)
+		}
+		acked, err := run(d)
+		if err != nil {
+			continue // failed before the store opened
+		}
+		s, err := packfs.Open("", &packfs.Options{FS: m.Recover(vfstest.Torn{})})
+		if err != nil {
+			t.Fatalf("%s at %d of %d: reopen: %v", what, k%total, total, err)
+		}
+		for g := range committers {
+			for i := range each {
+				name := fmt.Sprintf("g%d-%d", g, i)
+				b, err := s.ReadFile(name)
+				if acked[g][i] && (err != nil || string(b) != name) {
+					t.Errorf("%s at %d of %d: %s acknowledged, reads %q, %v", what, k%total, total, name, b, err)
+				}
+				if i%2 == 1 {
+					_, berr := s.Stat(name + ".b")
+					if (err == nil) != (berr == nil) {
+						t.Errorf("%s at %d of %d: half of transaction %s: %v, %v", what, k%total, total, name, err, berr)
+					}
+				}
+			}
+		}
+		mustDo(t, s.Close())
 	}
 }
