@@ -402,3 +402,142 @@ func TestProbeLargeDirectoryRenameRemoveAll(t *testing.T) {
 	}
 	must(m.Check())
 }
+
+// TestProbeIndexModel: one directory grown past the size at which
+// lookups give it an index and emptied below the size at which it loses
+// it, again and again, by creations, removals, renames within it and
+// across directories, with names of every length up to 255 bytes, each
+// change followed by lookups compared with a map; beside it readers look
+// up five names never touched, which are always there, and names never
+// made, which never are.
+func TestProbeIndexModel(t *testing.T) {
+	m := mem.New()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(m.Mkdir("d", 0o755))
+	must(m.Mkdir("o", 0o755))
+	for i := range 5 {
+		must(m.WriteFile(fmt.Sprintf("d/stable%d", i), []byte("s"), 0o644))
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 2 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 3))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := m.Stat(fmt.Sprintf("d/stable%d", rng.IntN(5))); err != nil {
+					t.Errorf("stable name: %v", err)
+					return
+				}
+				if _, err := m.Stat(fmt.Sprintf("d/never%d", rng.IntN(1000))); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("name never made: %v", err)
+					return
+				}
+			}
+		})
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	model := map[string]string{} // d's names but the stable ones, to content
+	other := map[string]string{} // o's
+	newName := func() string {
+		n := 1 + rng.IntN(255)
+		if rng.IntN(3) == 0 {
+			n = 250 + rng.IntN(6)
+		}
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = "abcxyz.-_0123"[rng.IntN(13)]
+		}
+		if s := string(b); s == "." || s == ".." {
+			return "dot"
+		}
+		return string(b)
+	}
+	pick := func(mp map[string]string) string {
+		k := rng.IntN(len(mp))
+		for name := range mp {
+			if k == 0 {
+				return name
+			}
+			k--
+		}
+		panic("empty")
+	}
+	steps := 3000
+	if !testsize.Short() {
+		steps = 30000
+	}
+	growing := true
+	for step := range steps {
+		if len(model) > 150 {
+			growing = false
+		} else if len(model) < 8 {
+			growing = true
+		}
+		switch op := rng.IntN(10); {
+		case op < 4 && growing || op < 1:
+			name := newName()
+			data := fmt.Sprint(step)
+			must(m.WriteFile("d/"+name, []byte(data), 0o644))
+			model[name] = data
+		case op < 7 && len(model) > 0:
+			name := pick(model)
+			must(m.Remove("d/" + name))
+			delete(model, name)
+		case op < 8 && len(model) > 0:
+			from, to := pick(model), newName()
+			must(m.Rename("d/"+from, "d/"+to))
+			model[to] = model[from]
+			if to != from {
+				delete(model, from)
+			}
+		case op < 9 && len(model) > 0:
+			name := pick(model)
+			must(m.Rename("d/"+name, "o/"+name))
+			other[name] = model[name]
+			delete(model, name)
+		case len(other) > 0:
+			name := pick(other)
+			must(m.Rename("o/"+name, "d/"+name))
+			model[name] = other[name]
+			delete(other, name)
+		}
+		// Lookups, which build the index where it is missing.
+		for range 3 {
+			if len(model) > 0 {
+				name := pick(model)
+				if b, err := m.ReadFile("d/" + name); err != nil || string(b) != model[name] {
+					t.Fatalf("step %d: d/%s = %q, %v; want %q", step, name, b, err, model[name])
+				}
+			}
+			if len(other) > 0 {
+				name := pick(other)
+				if _, ok := model[name]; !ok {
+					if _, err := m.Stat("d/" + name); !errors.Is(err, fs.ErrNotExist) {
+						t.Fatalf("step %d: d/%s moved away, stat: %v", step, name, err)
+					}
+				}
+			}
+		}
+		if step%500 == 0 {
+			ents, err := m.ReadDir("d")
+			must(err)
+			if len(ents) != len(model)+5 {
+				t.Fatalf("step %d: %d entries, want %d", step, len(ents), len(model)+5)
+			}
+			must(m.Check())
+		}
+	}
+	close(stop)
+	wg.Wait()
+	must(m.Check())
+}
