@@ -8,10 +8,13 @@ import (
 	"io"
 	"io/fs"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/packfs/packfs/internal/packformat"
 	"github.com/packfs/packfs/internal/testsize"
@@ -39,16 +42,17 @@ var probeManyPack = sync.OnceValues(func() ([]byte, map[string][]byte) {
 // TestProbeReadAheadManyFiles: four files read in sequence at once
 // through one Reader whose cache holds no more than a few frames beside
 // what is read ahead (8 MiB: one frame ahead; 16 MiB: two), so that the
-// frames read ahead for one file are evicted by the others': every
-// reader gets its file's bytes, and no goroutine outlives the Reader.
+// frames read ahead for one file are evicted by the others', or too
+// small for any read-ahead (4 MiB): every reader gets its file's bytes,
+// and no goroutine outlives the Reader.
 func TestProbeReadAheadManyFiles(t *testing.T) {
 	base := runtime.NumGoroutine()
 	data, files := probeManyPack()
-	rounds := 2
+	rounds := 1
 	if !testsize.Short() {
 		rounds = 8
 	}
-	for _, cache := range []int64{8 << 20, 16 << 20, packreader.DefaultCacheSize} {
+	for _, cache := range []int64{4 << 20, 8 << 20, 16 << 20, packreader.DefaultCacheSize} {
 		for round := range rounds {
 			r, err := packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)), packreader.WithCacheSize(cache))
 			must(t, err)
@@ -349,6 +353,74 @@ func TestProbeReadAheadSharedHandle(t *testing.T) {
 				t.Fatalf("round %d: byte %d read %d times", round, i, c)
 			}
 		}
+	}
+	checkGoroutines(t, base)
+}
+
+// TestProbeReadAheadReaderClose: eight readers of four files in sequence
+// through one Reader, a mapping or an io.ReaderAt, closed under them at
+// a random point: every read before returns the files' bytes, every
+// read after fails with fs.ErrClosed, and no goroutine outlives the
+// Reader's Close and the files'.
+func TestProbeReadAheadReaderClose(t *testing.T) {
+	base := runtime.NumGoroutine()
+	data, files := probeManyPack()
+	path := filepath.Join(t.TempDir(), "p.pack")
+	must(t, os.WriteFile(path, data, 0o644))
+	rounds := 6
+	if !testsize.Short() {
+		rounds = 60
+	}
+	rng := rand.New(rand.NewPCG(8, 8))
+	for round := range rounds {
+		var r *packreader.Reader
+		var err error
+		if round%2 == 0 {
+			r, err = packreader.Open(path, packreader.WithCacheSize(16<<20))
+		} else {
+			r, err = packreader.OpenReaderAt(bytes.NewReader(data), int64(len(data)), packreader.WithCacheSize(16<<20))
+		}
+		must(t, err)
+		var wg sync.WaitGroup
+		var started sync.WaitGroup
+		for name, want := range files {
+			for range 2 {
+				started.Add(1)
+				wg.Go(func() {
+					f, err := r.Open(name)
+					started.Done()
+					if err != nil {
+						if !errors.Is(err, fs.ErrClosed) {
+							t.Errorf("open %s: %v", name, err)
+						}
+						return
+					}
+					defer f.Close()
+					p := make([]byte, 32<<10)
+					for off := 0; ; {
+						n, err := f.Read(p)
+						if !bytes.Equal(p[:n], want[off:off+n]) {
+							t.Errorf("round %d: %s: wrong bytes at %d", round, name, off)
+							return
+						}
+						off += n
+						if err == io.EOF && off == len(want) {
+							return
+						}
+						if err != nil {
+							if !errors.Is(err, fs.ErrClosed) {
+								t.Errorf("round %d: %s at %d: %v", round, name, off, err)
+							}
+							return
+						}
+					}
+				})
+			}
+		}
+		started.Wait()
+		time.Sleep(time.Duration(rng.IntN(20000)) * time.Microsecond)
+		must(t, r.Close())
+		wg.Wait()
 	}
 	checkGoroutines(t, base)
 }
