@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -369,4 +370,88 @@ func TestProbeGroupCommitHandles(t *testing.T) {
 		mustDo(t, s.Close())
 		settleGoroutines(t, base)
 	}
+}
+
+// TestProbeDirHandleAfterChanges: a directory of 3 or 100 entries (the
+// second large enough for lookups to index it) opened, then changed
+// before its first ReadDir (entries removed and renamed in, or the
+// whole directory removed by RemoveAll), on the store and on os: the
+// handle's ReadDir and Stat give what os gives, entry for entry.
+func TestProbeDirHandleAfterChanges(t *testing.T) {
+	type changer interface {
+		Mkdir(string, fs.FileMode) error
+		WriteFile(string, []byte, fs.FileMode) error
+		Remove(string) error
+		RemoveAll(string) error
+		Rename(string, string) error
+		Open(string) (fs.File, error)
+		Stat(string) (fs.FileInfo, error)
+	}
+	base := t.TempDir()
+	s, err := packfs.Open(base+"/store", nil)
+	mustDo(t, err)
+	defer s.Close()
+	host := base + "/os"
+	mustDo(t, os.Mkdir(host, 0o755))
+	osys := osChanger{host}
+	for _, n := range []int{3, 100} {
+		for _, whole := range []bool{false, true} {
+			var results []string
+			for _, c := range []changer{osys, s} {
+				d := fmt.Sprintf("d%d-%v", n, whole)
+				mustDo(t, c.Mkdir(d, 0o755))
+				for i := range n {
+					mustDo(t, c.WriteFile(fmt.Sprintf("%s/f%03d", d, i), nil, 0o644))
+				}
+				mustDo(t, c.WriteFile(d+".in", nil, 0o644))
+				// A lookup, which indexes a large directory.
+				if _, err := c.Stat(d + "/f001"); err != nil {
+					t.Fatal(err)
+				}
+				h, err := c.Open(d)
+				mustDo(t, err)
+				if whole {
+					mustDo(t, c.RemoveAll(d))
+				} else {
+					for i := 0; i < n; i += 2 {
+						mustDo(t, c.Remove(fmt.Sprintf("%s/f%03d", d, i)))
+					}
+					mustDo(t, c.Rename(d+".in", d+"/in"))
+				}
+				ents, err := h.(fs.ReadDirFile).ReadDir(-1)
+				var names []string
+				for _, e := range ents {
+					names = append(names, e.Name())
+				}
+				slices.Sort(names)
+				_, serr := h.Stat()
+				class := "nil"
+				if errors.Is(err, fs.ErrNotExist) {
+					class = "ENOENT"
+				} else if err != nil {
+					class = err.Error()
+				}
+				results = append(results, fmt.Sprintf("%v, %s; stat ok %v", names, class, serr == nil))
+				h.Close()
+			}
+			if results[0] != results[1] {
+				t.Errorf("n %d, whole %v:\n os    %s\n store %s", n, whole, results[0], results[1])
+			}
+		}
+	}
+}
+
+// osChanger is a directory of the host, changed through package os.
+type osChanger struct{ dir string }
+
+func (o osChanger) Mkdir(name string, perm fs.FileMode) error { return os.Mkdir(o.dir+"/"+name, perm) }
+func (o osChanger) WriteFile(name string, b []byte, perm fs.FileMode) error {
+	return os.WriteFile(o.dir+"/"+name, b, perm)
+}
+func (o osChanger) Remove(name string) error          { return os.Remove(o.dir + "/" + name) }
+func (o osChanger) RemoveAll(name string) error       { return os.RemoveAll(o.dir + "/" + name) }
+func (o osChanger) Rename(a, b string) error          { return os.Rename(o.dir+"/"+a, o.dir+"/"+b) }
+func (o osChanger) Open(name string) (fs.File, error) { return os.Open(o.dir + "/" + name) }
+func (o osChanger) Stat(name string) (fs.FileInfo, error) {
+	return os.Stat(o.dir + "/" + name)
 }
