@@ -65,7 +65,7 @@ func waitAll(t *testing.T, wg *sync.WaitGroup, what string) {
 // failed is not, and no goroutine outlives Close.
 func TestProbeGroupCommitMixed(t *testing.T) {
 	committers, each := 16, 12
-	if !testsize.Short() {
+	if !testsize.Short() && !raceEnabled { // full size, but not under the race detector (10x)
 		committers, each = 32, 60
 	}
 	for kind, dir := range probeDirs(t) {
@@ -152,7 +152,7 @@ func TestProbeGroupCommitMixed(t *testing.T) {
 // no goroutine outlives it.
 func TestProbeGroupCommitClose(t *testing.T) {
 	rounds := 4
-	if !testsize.Short() {
+	if !testsize.Short() && !raceEnabled { // full size, but not under the race detector (10x)
 		rounds = 30
 	}
 	for kind, dir := range probeDirs(t) {
@@ -265,7 +265,7 @@ func TestProbeGroupCommitCrash(t *testing.T) {
 	}
 	total := m.Count()
 	stride := max(1, total/40)
-	if !testsize.Short() {
+	if !testsize.Short() && !raceEnabled { // full size, but not under the race detector (10x)
 		stride = 1
 	}
 	for k := 0; k < 2*total; k += stride {
@@ -316,7 +316,7 @@ func TestProbeGroupCommitCrash(t *testing.T) {
 func TestProbeGroupCommitHandles(t *testing.T) {
 	const committers = 64
 	each := 4
-	if !testsize.Short() {
+	if !testsize.Short() && !raceEnabled { // full size, but not under the race detector (10x)
 		each = 40
 	}
 	for kind, dir := range probeDirs(t) {

@@ -49,7 +49,7 @@ func TestProbeReadAheadManyFiles(t *testing.T) {
 	base := runtime.NumGoroutine()
 	data, files := probeManyPack()
 	rounds := 1
-	if !testsize.Short() {
+	if !testsize.Short() && !raceEnabled { // full size, but not under the race detector (10x)
 		rounds = 8
 	}
 	for _, cache := range []int64{4 << 20, 8 << 20, 16 << 20, packreader.DefaultCacheSize} {
@@ -252,7 +252,7 @@ func TestProbeReadAheadSharedHandle(t *testing.T) {
 	must(t, err)
 	defer r.Close()
 	rounds := 4
-	if !testsize.Short() {
+	if !testsize.Short() && !raceEnabled { // full size, but not under the race detector (10x)
 		rounds = 40
 	}
 	for round := range rounds {
@@ -368,7 +368,7 @@ func TestProbeReadAheadReaderClose(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "p.pack")
 	must(t, os.WriteFile(path, data, 0o644))
 	rounds := 6
-	if !testsize.Short() {
+	if !testsize.Short() && !raceEnabled { // full size, but not under the race detector (10x)
 		rounds = 60
 	}
 	rng := rand.New(rand.NewPCG(8, 8))

@@ -47,7 +47,7 @@ func TestProbeReadOnlyHandleDifferential(t *testing.T) {
 		}
 	}
 	seeds := 8
-	if !testsize.Short() {
+	if !testsize.Short() && !mem.RaceEnabled { // full size, but not under the race detector (10x)
 		seeds = 64
 	}
 	for seed := range seeds {
@@ -166,7 +166,7 @@ func TestProbeReadOnlyHandleBesideTruncate(t *testing.T) {
 		t.Fatal(err)
 	}
 	rounds := 300
-	if !testsize.Short() {
+	if !testsize.Short() && !mem.RaceEnabled { // full size, but not under the race detector (10x)
 		rounds = 3000
 	}
 	var version atomic.Int32
@@ -294,7 +294,7 @@ func TestProbeLargeDirectoryRenameRemoveAll(t *testing.T) {
 		must(m.WriteFile(fmt.Sprintf("e/keep%03d", i), []byte("k"), 0o644))
 	}
 	rounds := 30
-	if !testsize.Short() {
+	if !testsize.Short() && !mem.RaceEnabled { // full size, but not under the race detector (10x)
 		rounds = 300
 	}
 	stop := make(chan struct{})
@@ -473,7 +473,7 @@ func TestProbeIndexModel(t *testing.T) {
 		panic("empty")
 	}
 	steps := 3000
-	if !testsize.Short() {
+	if !testsize.Short() && !mem.RaceEnabled { // full size, but not under the race detector (10x)
 		steps = 30000
 	}
 	growing := true
