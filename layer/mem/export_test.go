@@ -7,3 +7,6 @@ func NewIndexed() *FS {
 	f.indexMin, f.indexDrop = 2, 1
 	return f
 }
+
+// RaceEnabled says whether the race detector is on, for the external tests.
+const RaceEnabled = raceEnabled
