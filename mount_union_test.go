@@ -317,7 +317,7 @@ func (f *viewFile) Close() error              { return fix(f.f.Close()) }
 func TestConformanceMounted(t *testing.T) {
 	opts := []conformance.Option{conformance.WithOwners()}
 	if raceEnabled {
-		opts = append(opts, conformance.WithSeeds(100))
+		opts = append(opts, conformance.WithSeeds(100), conformance.WithQuickTrees())
 	}
 	before := remounts.Load()
 	conformance.Run(t, func(t *testing.T) layer.FS { return newMountView(t) }, opts...)

@@ -355,7 +355,7 @@ func TestIssue17ConformanceStoreOverLowers(t *testing.T) {
 	opts := []conformance.Option{conformance.WithOwners()}
 	switch {
 	case raceEnabled:
-		opts = append(opts, conformance.WithSeeds(40))
+		opts = append(opts, conformance.WithSeeds(40), conformance.WithQuickTrees())
 	case testsize.Short():
 		opts = append(opts, conformance.WithSeeds(30))
 	default:

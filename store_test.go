@@ -74,7 +74,7 @@ func TestConformanceStore(t *testing.T) {
 	opts := []conformance.Option{conformance.WithOwners()}
 	switch {
 	case raceEnabled:
-		opts = append(opts, conformance.WithSeeds(60))
+		opts = append(opts, conformance.WithSeeds(60), conformance.WithQuickTrees())
 	case testsize.Short():
 		opts = append(opts, conformance.WithSeeds(50))
 	default:

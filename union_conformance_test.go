@@ -21,7 +21,18 @@ func TestConformanceReadOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 		return packfs.New(mem.New(), lower.Snapshot())
-	})
+	}, raceTrees()...)
+}
+
+// raceTrees gives the read-only tests their quick trees under the race
+// detector, which slows fstest.TestFS's single goroutine tenfold (30 s
+// for the wide tree alone): the plain runs check the full trees, and
+// under the race detector the point is the concurrent tests.
+func raceTrees() []conformance.Option {
+	if raceEnabled {
+		return []conformance.Option{conformance.WithQuickTrees()}
+	}
+	return nil
 }
 
 // settling is a union that can freeze its state into a lower layer: the
@@ -56,7 +67,7 @@ func TestConformanceSettling(t *testing.T) {
 	if raceEnabled {
 		// Each union operation is several layer operations, which the
 		// race detector slows tenfold; without it the default 2,000 run.
-		opts = append(opts, conformance.WithSeeds(150))
+		opts = append(opts, conformance.WithSeeds(150), conformance.WithQuickTrees())
 	}
 	before := settles.Load()
 	conformance.Run(t, func(t *testing.T) layer.FS {
@@ -99,7 +110,7 @@ var packsMade atomic.Int64
 func TestConformanceOverPacks(t *testing.T) {
 	opts := []conformance.Option{conformance.WithOwners()}
 	if raceEnabled {
-		opts = append(opts, conformance.WithSeeds(100))
+		opts = append(opts, conformance.WithSeeds(100), conformance.WithQuickTrees())
 	}
 	before := packsMade.Load()
 	conformance.Run(t, func(t *testing.T) layer.FS {

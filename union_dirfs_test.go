@@ -203,7 +203,7 @@ func nonEmpty(fsys fs.FS) bool {
 func TestConformanceOverPackOverDirfs(t *testing.T) {
 	opts := []conformance.Option{conformance.WithOwners()}
 	if raceEnabled {
-		opts = append(opts, conformance.WithSeeds(100))
+		opts = append(opts, conformance.WithSeeds(100), conformance.WithQuickTrees())
 	}
 	before := hostSettles.Load()
 	conformance.Run(t, func(t *testing.T) layer.FS { return newHostSettling(t) }, opts...)
