@@ -20,13 +20,19 @@ func (r *Reader) readData(p []byte, off uint64) error {
 
 // contentCRC computes the CRC-32C of rc's content. The caller holds r.mu.
 func (r *Reader) contentCRC(rc packformat.Record) (uint32, error) {
+	return r.rangeCRC(rc.Off, rc.Size)
+}
+
+// rangeCRC computes the CRC-32C of the size bytes of the pack at off,
+// which the caller has checked lie in it. The caller holds r.mu.
+func (r *Reader) rangeCRC(off, size uint64) (uint32, error) {
 	if r.mapped != nil {
-		return crc32.Checksum(r.mapped[rc.Off:rc.Off+rc.Size], packformat.Castagnoli), nil
+		return crc32.Checksum(r.mapped[off:off+size], packformat.Castagnoli), nil
 	}
 	buf := getBuf()
 	defer putBuf(buf)
 	crc := uint32(0)
-	for off, left := rc.Off, rc.Size; left > 0; {
+	for left := size; left > 0; {
 		n := min(left, uint64(len(buf)))
 		if err := readFull(r.ra, buf[:n], int64(off)); err != nil {
 			return 0, err

@@ -166,21 +166,9 @@ func (r *Reader) checkSpan(rc packformat.Record) error {
 		if f.Stored == 0 || !sums || r.frameChecked(i) {
 			continue
 		}
-		var sum uint32
-		if r.mapped != nil {
-			sum = crc32.Checksum(r.mapped[f.Off:f.Off+uint64(f.Stored)], packformat.Castagnoli)
-		} else {
-			buf := getBuf()
-			for off, left := int64(f.Off), int(f.Stored); left > 0; {
-				n := min(left, len(buf))
-				if err := readFull(r.ra, buf[:n], off); err != nil {
-					putBuf(buf)
-					return err
-				}
-				sum = crc32.Update(sum, packformat.Castagnoli, buf[:n])
-				off, left = off+int64(n), left-n
-			}
-			putBuf(buf)
+		sum, err := r.rangeCRC(f.Off, uint64(f.Stored))
+		if err != nil {
+			return err
 		}
 		if sum != f.CRC {
 			return corrupt("frame %d: checksum mismatch", i)
