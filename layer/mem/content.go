@@ -130,29 +130,46 @@ func capacity(h int) int64 { return int64(1) << (fanShift * h) }
 
 // setTreeChunk replaces chunk i in c's tree, which c owns (a new version
 // under construction), growing the tree as needed.
-func (c *content) setTreeChunk(i int64, b []byte) {
+func (c *content) setTreeChunk(i int64, b []byte) { c.setTreeChunks(i, [][]byte{b}) }
+
+// setTreeChunks replaces chunks i, i+1, ... with bs in c's tree, which c
+// owns, growing the tree as needed. Each node on their paths is copied
+// once, not once a chunk: a 1 MiB write sets 16 chunks that mostly share
+// one leaf.
+func (c *content) setTreeChunks(i int64, bs [][]byte) {
+	if len(bs) == 0 {
+		return
+	}
 	if c.height == 0 {
 		c.height, c.root = 1, nil
 	}
-	for i >= capacity(int(c.height)) {
+	for i+int64(len(bs))-1 >= capacity(int(c.height)) {
 		r := &inner{}
 		r.kids[0] = c.root
 		c.root = r
 		c.height++
 	}
-	c.root = setChunk(c.root, int(c.height), i, b)
+	c.root = setChunks(c.root, int(c.height), 0, i, bs)
 }
 
-func setChunk(n *inner, h int, i int64, b []byte) *inner {
+// setChunks returns a copy of n, the subtree of height h whose first
+// chunk is base, with the chunks of bs that fall in it set, bs[0] being
+// chunk i.
+func setChunks(n *inner, h int, base, i int64, bs [][]byte) *inner {
 	m := &inner{}
 	if n != nil {
 		*m = *n
 	}
-	slot := (i >> (fanShift * (h - 1))) & (fanout - 1)
-	if h == 1 {
-		m.chunks[slot] = b
-	} else {
-		m.kids[slot] = setChunk(m.kids[slot], h-1, i, b)
+	span := capacity(h - 1)
+	lo := max(i, base)
+	hi := min(i+int64(len(bs)), base+capacity(h))
+	for slot := (lo - base) / span; base+slot*span < hi; slot++ {
+		at := base + slot*span
+		if h == 1 {
+			m.chunks[slot] = bs[at-i]
+		} else {
+			m.kids[slot] = setChunks(m.kids[slot], h-1, at, i, bs)
+		}
 	}
 	return m
 }
@@ -183,6 +200,9 @@ func (c *content) writeAt(p []byte, off int64) *content {
 	end := off + int64(len(p))
 	nc := c.resize(max(c.Size(), end))
 	last := nc.last()
+	// The chunks before the tail that p touches, set in the tree at
+	// once when the loop ends.
+	var set [][]byte
 	for n := 0; n < len(p); {
 		pos := off + int64(n)
 		i := pos >> chunkShift
@@ -193,7 +213,7 @@ func (c *content) writeAt(p []byte, off int64) *content {
 			b := make([]byte, max(len(old), in+want))
 			copy(b, old)
 			copy(b[in:], p[n:n+want])
-			nc.setTreeChunk(i, b)
+			set = append(set, b)
 			n += want
 			continue
 		}
@@ -217,6 +237,7 @@ func (c *content) writeAt(p []byte, off int64) *content {
 		}
 		n += want
 	}
+	nc.setTreeChunks(off>>chunkShift, set)
 	return nc
 }
 
@@ -285,15 +306,17 @@ func (c *content) writeShared(p []byte, off int64, pin any) *content {
 		nc = nc.writeAt(p[:first-off], off)
 	}
 	nc = nc.resize(max(nc.Size(), last))
+	whole := make([][]byte, 0, (last-first)>>chunkShift)
 	for at := first; at < last; at += chunkSize {
 		in := at - off
 		b := p[in : in+chunkSize : in+chunkSize]
 		if i := at >> chunkShift; nc.size > 0 && i == nc.last() {
 			nc.tail, nc.hw = b, nil // full: it never grows in place
 		} else {
-			nc.setTreeChunk(i, b)
+			whole = append(whole, b)
 		}
 	}
+	nc.setTreeChunks(first>>chunkShift, whole)
 	var pins []any
 	if nc.pins != nil {
 		pins = *nc.pins

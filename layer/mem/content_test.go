@@ -124,6 +124,66 @@ func TestContentRandom(t *testing.T) {
 	}
 }
 
+// TestContentWideWrites writes runs of many chunks at once, plain and
+// shared, across the boundaries of the tree's leaves (fanout chunks) and
+// past the capacity of a one-leaf tree, so that one write sets chunks in
+// two leaves and grows the tree: each version matches its model, and
+// versions kept from before stay as they were.
+func TestContentWideWrites(t *testing.T) {
+	leaf := int64(fanout * chunkSize)
+	seeds := 4
+	if testsize.Short() || raceEnabled {
+		seeds = 2
+	}
+	for seed := range seeds {
+		rng := rand.New(rand.NewPCG(uint64(seed), 11))
+		var c *content
+		var model []byte
+		type kept struct {
+			c    *content
+			want []byte
+		}
+		var old []kept
+		for step := range 24 {
+			// Around a boundary between leaves.
+			edge := []int64{leaf, 2 * leaf, 3 * leaf}[rng.IntN(3)]
+			off := edge - rng.Int64N(3*chunkSize) + rng.Int64N(3*chunkSize)
+			if step == 0 {
+				off = rng.Int64N(chunkSize) // from an empty file past a leaf
+			}
+			if rng.IntN(2) == 0 {
+				off &^= chunkSize - 1
+			}
+			p := randBytes(rng, int(chunkSize*(2+rng.Int64N(fanout+4)))+rng.IntN(chunkSize))
+			if rng.IntN(2) == 0 {
+				c = c.writeShared(p, off, new(int))
+			} else {
+				c = c.writeAt(p, off)
+			}
+			if end := int(off) + len(p); end > len(model) {
+				model = append(model, make([]byte, end-len(model))...)
+			}
+			copy(model[off:], p)
+			if got := c.bytes(); !bytes.Equal(got, model) {
+				t.Fatalf("seed %d step %d: write of %d at %d: contents differ at %d", seed, step, len(p), off, firstDiff(got, model))
+			}
+			if step%6 == 0 {
+				old = append(old, kept{c, bytes.Clone(model)})
+			}
+			if rng.IntN(4) == 0 {
+				size := rng.Int64N(int64(len(model)) + 1)
+				c = c.truncate(size)
+				model = append(model[:min(int(size), len(model)):min(int(size), len(model))], make([]byte, max(0, int(size)-len(model)))...)
+			}
+		}
+		for i, k := range old {
+			if got := k.c.bytes(); !bytes.Equal(got, k.want) {
+				t.Fatalf("seed %d: kept version %d changed at %d", seed, i, firstDiff(got, k.want))
+			}
+		}
+	}
+}
+
 // TestContentAppendCopiesNothing checks that appending in small pieces
 // reuses the tail's capacity: the allocated bytes stay within a small
 // factor of the data.
