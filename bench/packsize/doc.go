@@ -26,6 +26,9 @@
 //     compressed pack, whose frames went through the x86 filter;
 //   - FirstByte: open the pack, open the 64 MiB file, read its first
 //     byte, close, from the uncompressed and the compressed pack;
+//   - FirstByteFloor: the same file opened, mapped, one byte of its data
+//     read, unmapped and closed, with no packreader: the cost of the
+//     mapping alone, which FirstByte's uncompressed row stands on;
 //   - Tables: what each tree's tables take at zstd level 19, raw, in
 //     zstd groups, and shuffled then in zstd groups, as packed tables
 //     store them.
