@@ -177,8 +177,11 @@ func setChunks(n *inner, h int, base, i int64, bs [][]byte) *inner {
 // resize returns a copy of c with the new size, moving the tail into the
 // tree when the file grows past it. The bytes past the old size read as
 // zeros; a shrinking caller trims the chunks itself.
-func (c *content) resize(size int64) *content {
-	nc := &content{}
+func (c *content) resize(size int64) *content { return c.resizeInto(new(content), size) }
+
+// resizeInto is resize making the new version in nc, which the caller
+// allocated (with the state that holds it, say).
+func (c *content) resizeInto(nc *content, size int64) *content {
 	if c != nil {
 		*nc = *c
 	}
@@ -197,8 +200,14 @@ func (c *content) writeAt(p []byte, off int64) *content {
 	if len(p) == 0 {
 		return c
 	}
+	return c.writeInto(new(content), p, off)
+}
+
+// writeInto is writeAt of a p that is not empty, making the new version
+// in nc, which the caller allocated.
+func (c *content) writeInto(nc *content, p []byte, off int64) *content {
 	end := off + int64(len(p))
-	nc := c.resize(max(c.Size(), end))
+	nc = c.resizeInto(nc, max(c.Size(), end))
 	last := nc.last()
 	// The chunks before the tail that p touches, set in the tree at
 	// once when the loop ends.

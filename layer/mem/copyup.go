@@ -86,7 +86,7 @@ func (f *FS) copyIn(op, dir string, chain []Copy, over bool) error {
 			if chain[i].ModTime.IsZero() {
 				states[i].mtime = now
 			}
-			e := f.create(states[i])
+			e := f.create(*states[i])
 			if below != nil {
 				name := strings.Clone(chain[i+1].Name)
 				below.ino.parent.Store(e.ino)
@@ -177,7 +177,7 @@ func (f *FS) RenameUnion(oldname, newname string, whiteout bool) error {
 	err := f.update(func(root *entry, now int64) error {
 		var left *entry
 		if whiteout {
-			left = f.create(&state{mode: layer.ModeWhiteout, mtime: now})
+			left = f.create(state{mode: layer.ModeWhiteout, mtime: now})
 		}
 		return f.rename(root, oldname, newname, now, left, true)
 	})

@@ -200,8 +200,14 @@ func (h *file) writeAt(op string, p []byte, off int64, appending bool) (int, err
 	if !s.isRegular() || pastMax(off, len(p)) {
 		return 0, layer.PathError(op, h.name, errInvalid)
 	}
-	ns := s.with()
-	ns.data = s.data.writeAt(p, off)
+	// The new state and its content in one allocation: a write makes
+	// both.
+	n := &struct {
+		s state
+		c content
+	}{s: *s}
+	ns := &n.s
+	ns.data = s.data.writeInto(&n.c, p, off)
 	ns.mtime = f.now().UnixNano()
 	f.set(h.ino, ns)
 	f.note(layer.OpWrite, h.ino)

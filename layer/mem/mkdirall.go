@@ -43,7 +43,7 @@ func (f *FS) mkdirAll(name string, perm fs.FileMode) (bool, error) {
 		mode := fs.ModeDir | perm&dirModeMask | parent.mode&fs.ModeSetgid
 		var below *entry
 		for i := len(elems) - 1; i >= 0; i-- {
-			e := f.create(&state{mode: mode, mtime: now})
+			e := f.create(state{mode: mode, mtime: now})
 			if mode&fs.ModeSetgid != 0 {
 				inheritGroup(parent, e.state())
 			}

@@ -129,21 +129,32 @@ func (f *FS) unlock() {
 	f.mu.Unlock()
 }
 
-// create makes a new file with state s, not yet linked. The inode and its
-// first entry come in one allocation: a file that is never changed after
-// a snapshot keeps that entry for life.
-func (f *FS) create(s *state) *entry {
+// create makes a new file with state s, not yet linked. The inode, its
+// first entry and, but for a directory, its first state come in one
+// allocation: a file that is never changed after a snapshot keeps that
+// entry for life.
+func (f *FS) create(s state) *entry {
 	if s.mode.IsDir() {
-		s = newDir(*s)
+		n := &struct {
+			ino inode
+			e   entry
+		}{}
+		return f.first(&n.ino, &n.e, newDir(s))
 	}
 	n := &struct {
 		ino inode
 		e   entry
-	}{}
-	n.e.ino, n.e.epoch = &n.ino, f.epoch
-	n.e.st.Store(s)
-	n.ino.cur.Store(&n.e)
-	return &n.e
+		s   state
+	}{s: s}
+	return f.first(&n.ino, &n.e, &n.s)
+}
+
+// first makes e, of the current epoch and state s, ino's first entry.
+func (f *FS) first(ino *inode, e *entry, s *state) *entry {
+	e.ino, e.epoch = ino, f.epoch
+	e.st.Store(s)
+	ino.cur.Store(e)
+	return e
 }
 
 // link adds e, a new file, to directory dir under name, or replaces what
@@ -264,7 +275,7 @@ func (f *FS) openWhere(w where, flag int, perm fs.FileMode, now int64) (*entry, 
 		if flag&syscall.O_DIRECTORY != 0 {
 			return nil, errInvalid
 		}
-		e := f.create(&state{mode: perm & fileModeMask, mtime: now})
+		e := f.create(state{mode: perm & fileModeMask, mtime: now})
 		f.link(w.dir, strings.Clone(w.base), e, now)
 		return e, nil
 	}
@@ -313,7 +324,7 @@ func (f *FS) writeFile(name string, data []byte, perm fs.FileMode, find func(roo
 			if err := layer.CheckElem(w.base); err != nil {
 				return err
 			}
-			e := f.create(&state{mode: perm & fileModeMask, mtime: now, data: c})
+			e := f.create(state{mode: perm & fileModeMask, mtime: now, data: c})
 			f.link(w.dir, strings.Clone(w.base), e, now)
 			return nil
 		}
@@ -356,7 +367,7 @@ func (f *FS) Mkdir(name string, perm fs.FileMode) error {
 		if w.dir.state().mode&fs.ModeSetgid != 0 {
 			mode |= fs.ModeSetgid
 		}
-		f.link(w.dir, strings.Clone(w.base), f.create(&state{mode: mode, mtime: now}), now)
+		f.link(w.dir, strings.Clone(w.base), f.create(state{mode: mode, mtime: now}), now)
 		return nil
 	})
 	if err != nil {
@@ -606,7 +617,7 @@ func (f *FS) whiteout(name string, all bool) error {
 			f.note(layer.OpRemove, w.e.ino)
 			w.e.ino.parent.Store(nil)
 		}
-		f.link(w.dir, strings.Clone(w.base), f.create(&state{mode: layer.ModeWhiteout, mtime: now}), now)
+		f.link(w.dir, strings.Clone(w.base), f.create(state{mode: layer.ModeWhiteout, mtime: now}), now)
 		return nil
 	})
 	if err != nil {
@@ -637,7 +648,7 @@ func (f *FS) Symlink(oldname, newname string) error {
 		if err := layer.CheckElem(w.base); err != nil {
 			return err
 		}
-		e := f.create(&state{mode: fs.ModeSymlink | 0o777, mtime: now, data: newContent([]byte(oldname))})
+		e := f.create(state{mode: fs.ModeSymlink | 0o777, mtime: now, data: newContent([]byte(oldname))})
 		f.link(w.dir, strings.Clone(w.base), e, now)
 		return nil
 	})
