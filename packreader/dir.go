@@ -178,11 +178,12 @@ func (e *dirEntry) Info() (_ fs.FileInfo, err error) {
 // takes the heap lock nor zeroes one large block per call.
 const listChunk = 256
 
-// list returns up to n (all if n < 0) entries of directory d from
-// position from, checking each record, the names and their order.
+// list returns up to n (all if n <= 0, as fs.ReadDirFile says) entries of
+// directory d from position from, checking each record, the names and
+// their order.
 func (r *Reader) list(d uint64, dr packformat.Record, from uint64, n int) ([]fs.DirEntry, error) {
 	end := dr.Size
-	if n >= 0 && uint64(n) < end-from {
+	if n > 0 && uint64(n) < end-from {
 		end = from + uint64(n)
 	}
 	lo, hi := dr.Off+from, dr.Off+end // rec bounded these by r.count
