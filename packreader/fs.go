@@ -73,7 +73,7 @@ func (r *Reader) ReadDir(name string) (_ []fs.DirEntry, err error) {
 		return nil, pathErr("open", name, err)
 	}
 	if rc.Type != packformat.TypeDir {
-		return nil, pathErr("readdirent", name, syscall.ENOTDIR)
+		return nil, pathErr("open", name, syscall.ENOTDIR)
 	}
 	ents, err := r.list(i, rc, 0, -1)
 	if err != nil {

@@ -2,7 +2,9 @@ package packreader_test
 
 import (
 	"bytes"
+	"errors"
 	"io/fs"
+	"syscall"
 	"testing"
 	"testing/fstest"
 
@@ -50,5 +52,16 @@ func TestReadDirZero(t *testing.T) {
 			t.Errorf("ReadDir(0) after ReadDir(1) = %d entries, %v; want 2, nil", len(list), err)
 		}
 		f.Close()
+	}
+}
+
+// TestReadDirOfFile: ReadDir of a file fails as os.ReadDir does, at
+// "open" (which os makes with O_DIRECTORY), with ENOTDIR.
+func TestReadDirOfFile(t *testing.T) {
+	r := openPacked(t, fstest.MapFS{"d/f": {Data: []byte("x")}})
+	_, err := r.ReadDir("d/f")
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || pe.Op != "open" || pe.Path != "d/f" || !errors.Is(err, syscall.ENOTDIR) {
+		t.Errorf("ReadDir of a file: %v; want open d/f: not a directory", err)
 	}
 }
