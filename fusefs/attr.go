@@ -81,17 +81,23 @@ func (m *mount) fillAttr(fi fs.FileInfo, ino uint64, nlink uint32, out *fuse.Att
 		return
 	}
 	if uid, gid, ok := layer.OwnerOf(fi); ok {
-		if uid != layer.NoOwner {
-			out.Owner.Uid = uid
-		}
-		if gid != layer.NoOwner {
-			out.Owner.Gid = gid
-		}
+		setOwner(&out.Owner, uid, gid)
 	}
 	t := fi.ModTime()
 	setTime(&out.Atime, &out.Atimensec, t)
 	setTime(&out.Mtime, &out.Mtimensec, t)
 	setTime(&out.Ctime, &out.Ctimensec, t)
+}
+
+// setOwner gives out the ids a layer records; one it does not
+// (layer.NoOwner) stays the mount's.
+func setOwner(out *fuse.Owner, uid, gid uint32) {
+	if uid != layer.NoOwner {
+		out.Uid = uid
+	}
+	if gid != layer.NoOwner {
+		out.Gid = gid
+	}
 }
 
 func setTime(sec *uint64, nsec *uint32, t time.Time) {

@@ -135,6 +135,10 @@ func (r *rawFS) attrOf(p string, fi fs.FileInfo) (fuse.Attr, error) {
 	} else {
 		out.Atime, out.Atimensec = out.Mtime, out.Mtimensec
 		out.Ctime, out.Ctimensec = out.Mtime, out.Mtimensec
+		if o, ok := sys.(layer.OwnerSys); ok {
+			uid, gid := o.Owner()
+			setOwner(&out.Owner, uid, gid)
+		}
 	}
 	if r.pack {
 		s, ok := sys.(inodeSys)
