@@ -323,9 +323,11 @@ func (r *runner) escapes(name string, followLast bool) bool {
 }
 
 // mutates reports whether o may change a directory.
-func mutates(k opKind) bool {
-	switch k {
-	case opOpenFile, opWriteFile, opMkdir, opMkdirAll, opRemove, opRemoveAll, opRename, opSymlink, opSettle:
+func mutates(o op) bool {
+	switch o.Kind {
+	case opOpenFile:
+		return o.Flag&os.O_CREATE != 0
+	case opWriteFile, opMkdir, opMkdirAll, opRemove, opRemoveAll, opRename, opSymlink, opSettle:
 		return true
 	}
 	return false
@@ -477,7 +479,7 @@ func (r *runner) apply(fsys layer.FS, files *[maxHandles]layer.File, o op, backe
 // after updates the slots once o ran on both sides, and drops from the
 // results what the two systems may legitimately disagree on.
 func (r *runner) after(o op, host, back *result) {
-	if mutates(o.Kind) {
+	if mutates(o) {
 		r.mutations++
 	}
 	s := &r.slots[o.H]
