@@ -37,6 +37,47 @@ func testDifferential(t *testing.T, newFS NewFS, c *config) {
 	}
 	withUmask0(t)
 	base := hostBase(t)
+	opsOf := func(seed int64) []op {
+		ops := genOps(seed, c.ops)
+		if c.owners {
+			ops = withOwners(seed, ops)
+		}
+		return ops
+	}
+	replayOn := func(t *testing.T) replay {
+		return func(ops []op, trace tracer) *divergence { return runSequence(t, newFS, base, ops, trace) }
+	}
+	const header = "\tfsys := newFS(t)\n"
+	runSeeds(t, c, seedSequences{
+		run: func(t *testing.T, seed int64, trace tracer) *divergence {
+			return replayOn(t)(opsOf(seed), trace)
+		},
+		annotate: func(t *testing.T, seed int64) string {
+			return header + annotate(replayOn(t), opsOf(seed))
+		},
+		report: func(t *testing.T, name string, seed int64, d *divergence) {
+			ops := upTo(opsOf(seed), d)
+			small, final := shrinkFailure(replayOn(t), ops, d)
+			t.Errorf("seed %d diverges from os (%s) after %d operations; shrunk to %d (replay: -run '%s' -conformance.seed=%d -v):\n%s%s\n%s",
+				seed, d.sig, len(ops), len(small), name, seed, header, annotate(replayOn(t), small), final.diff)
+		},
+	})
+}
+
+// seedSequences says how runSeeds runs the sequence of a seed: run applies
+// it and returns its first divergence, trace seeing every operation;
+// annotate returns it as Go, with the results; report shrinks and reports
+// a divergence, name being the test's, to replay it.
+type seedSequences struct {
+	run      func(t *testing.T, seed int64, trace tracer) *divergence
+	annotate func(t *testing.T, seed int64) string
+	report   func(t *testing.T, name string, seed int64, d *divergence)
+}
+
+// runSeeds runs the sequences of c's seeds, or of the one seed
+// -conformance.seed replays (logging it), in subtests of batchSize seeds,
+// and reports the first maxReported divergences of distinct signatures.
+func runSeeds(t *testing.T, c *config, seqs seedSequences) {
 	var seeds []int64
 	if *flagSeed != 0 {
 		seeds = []int64{*flagSeed}
@@ -54,13 +95,9 @@ func testDifferential(t *testing.T, newFS NewFS, c *config) {
 		batch := seeds[lo:min(lo+batchSize, len(seeds))]
 		t.Run(fmt.Sprintf("seeds_%d-%d", batch[0], batch[len(batch)-1]), func(t *testing.T) {
 			for _, seed := range batch {
-				ops := genOps(seed, c.ops)
-				if c.owners {
-					ops = withOwners(seed, ops)
-				}
-				d := runSequence(t, newFS, base, ops, stats.count)
+				d := seqs.run(t, seed, stats.count)
 				if replay {
-					t.Logf("seed %d:\n%s", seed, annotate(t, newFS, base, ops))
+					t.Logf("seed %d:\n%s", seed, seqs.annotate(t, seed))
 				}
 				if d == nil {
 					continue
@@ -71,7 +108,7 @@ func testDifferential(t *testing.T, newFS NewFS, c *config) {
 					continue
 				}
 				reported[d.sig] = true
-				report(t, newFS, base, name, seed, ops, d)
+				seqs.report(t, name, seed, d)
 			}
 		})
 	}
@@ -194,24 +231,47 @@ type runner struct {
 	ops       []op   // the sequence
 }
 
+// tracer sees each operation of a sequence: whether it ran, and what each
+// side gave.
+type tracer func(i int, o op, ran bool, host, back result)
+
+// replay applies a sequence to fresh file systems and returns its first
+// divergence, or nil: shrinking and reporting call it again and again.
+type replay func(ops []op, trace tracer) *divergence
+
 // runSequence applies ops to a fresh backend and a fresh host directory
 // and returns the first divergence, or nil. trace, if not nil, sees every
 // operation run.
-func runSequence(t *testing.T, newFS NewFS, base string, ops []op, trace func(i int, o op, ran bool, host, back result)) *divergence {
+func runSequence(t *testing.T, newFS NewFS, base string, ops []op, trace tracer) *divergence {
+	t.Helper()
+	dir := sequenceDir(t, base)
+	defer os.RemoveAll(dir)
+	r := &runner{host: &hostFS{dir: dir}, back: newFS(t), ops: ops}
+	defer r.closeAll()
+	if err := r.back.Chmod(".", 0o755); err != nil {
+		return &divergence{index: -1, sig: "setup", diff: fmt.Sprintf(`Chmod(".", 0o755) of the backend's root: %v`, err)}
+	}
+	return r.run(trace)
+}
+
+// sequenceDir returns a new host directory under base, of mode 0o755.
+func sequenceDir(t *testing.T, base string) string {
 	t.Helper()
 	dir, err := os.MkdirTemp(base, "seq")
 	if err != nil {
 		t.Fatalf("host directory: %v", err)
 	}
-	defer os.RemoveAll(dir)
-	r := &runner{host: &hostFS{dir: dir}, back: newFS(t), ops: ops}
-	defer r.closeAll()
 	if err := os.Chmod(dir, 0o755); err != nil {
+		os.RemoveAll(dir)
 		t.Fatal(err)
 	}
-	if err := r.back.Chmod(".", 0o755); err != nil {
-		return &divergence{index: -1, sig: "setup", diff: fmt.Sprintf(`Chmod(".", 0o755) of the backend's root: %v`, err)}
-	}
+	return dir
+}
+
+// run applies r.ops to both sides, comparing each result and, every
+// checkEvery operations and at the end, the whole trees.
+func (r *runner) run(trace tracer) *divergence {
+	ops := r.ops
 	for i, o := range ops {
 		o, skip := r.prepare(o)
 		if skip {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,15 +12,20 @@ import (
 // shrinkBudget bounds the time spent shrinking one failing sequence.
 const shrinkBudget = 30 * time.Second
 
-// report shrinks the failing sequence ops of seed and reports it as Go;
-// name is the differential test's, to replay it.
-func report(t *testing.T, newFS NewFS, base, name string, seed int64, ops []op, d *divergence) {
-	t.Helper()
+// upTo returns ops up to the one after which d was found.
+func upTo(ops []op, d *divergence) []op {
 	if d.index >= 0 && d.index < len(ops) {
-		ops = ops[:d.index+1]
+		return ops[:d.index+1]
 	}
+	return ops
+}
+
+// shrinkFailure returns a smaller sequence than ops that run finds
+// diverging as d does, and its divergence; or ops and d if the divergence
+// does not come again.
+func shrinkFailure(run replay, ops []op, d *divergence) ([]op, *divergence) {
 	fails := func(cand []op) *divergence {
-		if d2 := runSequence(t, newFS, base, cand, nil); d2 != nil && d2.sig == d.sig {
+		if d2 := run(cand, nil); d2 != nil && d2.sig == d.sig {
 			return d2
 		}
 		return nil
@@ -29,10 +33,9 @@ func report(t *testing.T, newFS NewFS, base, name string, seed int64, ops []op, 
 	small := shrink(ops, fails, time.Now().Add(shrinkBudget))
 	final := fails(small)
 	if final == nil { // flaky: report what was found first
-		small, final = ops, d
+		return ops, d
 	}
-	t.Errorf("seed %d diverges from os (%s) after %d operations; shrunk to %d (replay: -run '%s' -conformance.seed=%d -v):\n%s\n%s",
-		seed, d.sig, len(ops), len(small), name, seed, annotate(t, newFS, base, small), final.diff)
+	return small, final
 }
 
 // shrink returns a smaller sequence for which fails still finds the
@@ -85,21 +88,26 @@ func shrink(ops []op, fails func([]op) *divergence, deadline time.Time) []op {
 
 // annotate runs ops again and returns them as Go, each with the result of
 // os and, where it differs, of the backend.
-func annotate(t *testing.T, newFS NewFS, base string, ops []op) string {
+func annotate(run replay, ops []op) string {
 	var b strings.Builder
-	b.WriteString("\tfsys := newFS(t)\n")
-	runSequence(t, newFS, base, ops, func(i int, o op, ran bool, host, back result) {
+	run(ops, annotateTo(&b))
+	return b.String()
+}
+
+// annotateTo returns a tracer that writes each operation to b as a line
+// of Go, as annotate does.
+func annotateTo(b *strings.Builder) tracer {
+	return func(i int, o op, ran bool, host, back result) {
 		if !ran {
-			fmt.Fprintf(&b, "\t// skipped: %s\n", o)
+			fmt.Fprintf(b, "\t// skipped: %s\n", o)
 			return
 		}
-		fmt.Fprintf(&b, "\t%s // os: %s", o, summarizeResult(host))
+		fmt.Fprintf(b, "\t%s // os: %s", o, summarizeResult(host))
 		if !cmp.Equal(host, back) {
-			fmt.Fprintf(&b, "; backend: %s  <-- differs", summarizeResult(back))
+			fmt.Fprintf(b, "; backend: %s  <-- differs", summarizeResult(back))
 		}
 		b.WriteString("\n")
-	})
-	return b.String()
+	}
 }
 
 func summarizeResult(r result) string {
