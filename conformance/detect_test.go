@@ -1,10 +1,14 @@
 package conformance
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -146,4 +150,101 @@ func (b chownSetuidBug) Chown(name string, uid, gid int) error {
 		return err
 	}
 	return b.hostFS.Chmod(name, fi.Mode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
+}
+
+// TestReadOnlyDifferentialDetects is TestDifferentialDetects for the
+// read-only differential: each variant of os below, served as a read-only
+// backend, breaks one rule of reading, and some sequence among the first
+// hundred must diverge.
+func TestReadOnlyDifferentialDetects(t *testing.T) {
+	withUmask0(t)
+	base := hostBase(t)
+	c := newConfig([]Option{WithSeeds(100), WithOps(defaultOps)})
+	bugs := map[string]func(h *hostFS) fs.FS{
+		"Stat of a file with a trailing slash succeeds": func(h *hostFS) fs.FS { return trailingSlashBug{h} },
+		"Seek past the end fails":                       func(h *hostFS) fs.FS { return seekPastEndBug{h} },
+		"Lstat follows symlinks":                        func(h *hostFS) fs.FS { return lstatBug{h} },
+		"ReadAt short of the end without io.EOF":        func(h *hostFS) fs.FS { return readAtEOFBug{h} },
+		"a name past NAME_MAX is ErrNotExist":           func(h *hostFS) fs.FS { return nameMaxBug{h} },
+	}
+	for name, bug := range bugs {
+		t.Run(name, func(t *testing.T) {
+			seqs := readOnlySequences{t: t, build: func(t *testing.T, dir string) fs.FS { return bug(&hostFS{dir: dir}) }, base: base}
+			for seed := int64(1); seed <= 100; seed++ {
+				tree, reads := readOnlyOps(t, base, seed, c)
+				if d := seqs.run(tree, reads, nil, nil); d != nil {
+					t.Logf("seed %d: %s", seed, d.sig)
+					return
+				}
+			}
+			t.Errorf("no sequence of the first 100 finds the bug")
+		})
+	}
+}
+
+type trailingSlashBug struct{ *hostFS }
+
+func (b trailingSlashBug) Stat(name string) (fs.FileInfo, error) {
+	if file, ok := strings.CutSuffix(name, "/"); ok {
+		if fi, err := b.hostFS.Stat(file); err == nil && !fi.IsDir() {
+			return fi, nil
+		}
+	}
+	return b.hostFS.Stat(name)
+}
+
+type seekPastEndBug struct{ *hostFS }
+
+func (b seekPastEndBug) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, error) {
+	f, err := b.hostFS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return seekPastEndFile{f}, nil
+}
+
+type seekPastEndFile struct{ layer.File }
+
+func (f seekPastEndFile) Seek(off int64, whence int) (int64, error) {
+	cur, _ := f.File.Seek(0, io.SeekCurrent)
+	n, err := f.File.Seek(off, whence)
+	if fi, serr := f.Stat(); err == nil && serr == nil && fi.Mode().IsRegular() && n > fi.Size() {
+		f.File.Seek(cur, io.SeekStart)
+		return 0, &fs.PathError{Op: "seek", Path: f.Name(), Err: syscall.EINVAL}
+	}
+	return n, err
+}
+
+type lstatBug struct{ *hostFS }
+
+func (b lstatBug) Lstat(name string) (fs.FileInfo, error) { return b.hostFS.Stat(name) }
+
+type readAtEOFBug struct{ *hostFS }
+
+func (b readAtEOFBug) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, error) {
+	f, err := b.hostFS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return readAtEOFFile{f}, nil
+}
+
+type readAtEOFFile struct{ layer.File }
+
+func (f readAtEOFFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.File.ReadAt(p, off)
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+type nameMaxBug struct{ *hostFS }
+
+func (b nameMaxBug) Stat(name string) (fs.FileInfo, error) {
+	fi, err := b.hostFS.Stat(name)
+	if errors.Is(err, syscall.ENAMETOOLONG) {
+		err = &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
+	}
+	return fi, err
 }

@@ -27,10 +27,20 @@
 //		})
 //	}
 //
+// and [RunReadOnlyDifferential], which makes random trees in host
+// directories and asks it to serve each directory's tree:
+//
+//	func TestReadOnlyDifferential(t *testing.T) {
+//		conformance.RunReadOnlyDifferential(t, func(t *testing.T, dir string) fs.FS {
+//			return packDir(t, dir) // a pack of dir, say
+//		})
+//	}
+//
 // Options adjust Run: [Skip] skips a named test for a difference the
-// backend documents, [WithSeeds] and [WithOps] size the differential test,
-// and [WithOwners] says the backend keeps owners and a symlink's own
-// times, which the differential test then compares too.
+// backend documents, [WithSeeds] and [WithOps] size the differential test
+// (and the read-only one), and [WithOwners] says the backend keeps owners
+// and a symlink's own times, which the differential tests then compare
+// too.
 // The flags -conformance.seeds and -conformance.ops override them, and
 // -conformance.seed=N replays one sequence of the differential test,
 // logging each operation with the result os gave.
@@ -69,6 +79,15 @@
 //     returned; every 10 operations and at the end, the whole trees. A
 //     failing sequence is shrunk by delta debugging and printed as Go, each
 //     line with what os answered.
+//   - The read-only differential ([RunReadOnlyDifferential]), as many
+//     sequences: the differential's own operations make a tree in a host
+//     directory through os (results ignored), the backend is built over
+//     it, and random read-only operations over the tree's names (O_RDONLY
+//     opens, Read, ReadAt, Seek, Close, Stat and ReadDir of handles,
+//     ReadFile, Readlink, Lstat, Stat, ReadDir; some on paths that are
+//     not io/fs paths or have a name past NAME_MAX) are compared with os
+//     on the directory, then the whole trees. A failing sequence is
+//     shrunk, its reads and then its tree, and printed as Go.
 //
 // Its expectations are checked against os itself: the suite's own tests
 // run it on plain os and on *os.Root, which must pass with no divergence.

@@ -64,6 +64,14 @@ var opWeights = [numOpKinds]int{
 	opChmod: 3, opChtimes: 3, opChown: 1, opLchown: 1, opSettle: 3,
 }
 
+// readOnlyWeights sets how often each kind is generated where only reads
+// may run (see reads): opens are read-only, and a path is now and
+// then decorated (see decorate).
+var readOnlyWeights = [numOpKinds]int{
+	opOpenFile: 14, opRead: 10, opReadAt: 7, opSeek: 6, opClose: 5, opFStat: 4, opFReadDir: 5,
+	opReadFile: 6, opReadlink: 5, opLstat: 6, opStat: 6, opReadDir: 5,
+}
+
 func (k opKind) onHandle() bool { return k < opWriteFile }
 
 // maxHandles is the number of handle slots, f0 to f3.
@@ -244,19 +252,26 @@ func setByChtimes(t time.Time) bool { return t.Year() < 2005 }
 // names collide often: files a, b, c and directories d, e, at most three
 // deep.
 type generator struct {
-	r     *rand.Rand
-	total int
-	root  bool     // running as root: any permission bits
-	names []string // paths earlier operations created, or may have
-	dirs  []string // the directories among them
+	r        *rand.Rand
+	weights  *[numOpKinds]int
+	total    int      // the sum of weights
+	readOnly bool     // generate only reads (see reads)
+	root     bool     // running as root: any permission bits
+	names    []string // paths earlier operations created, or may have
+	dirs     []string // the directories among them
 }
 
 func newGenerator(seed int64) *generator {
 	g := &generator{r: rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15)), root: isRoot()}
-	for _, w := range opWeights {
-		g.total += w
-	}
+	g.setWeights(&opWeights)
 	return g
+}
+
+func (g *generator) setWeights(w *[numOpKinds]int) {
+	g.weights, g.total = w, 0
+	for _, n := range w {
+		g.total += n
+	}
 }
 
 func (g *generator) pick(s ...string) string { return s[g.r.IntN(len(s))] }
@@ -388,8 +403,8 @@ func (g *generator) time() int64 {
 func (g *generator) op() op {
 	n := g.r.IntN(g.total)
 	var k opKind
-	for k = 0; n >= opWeights[k]; k++ {
-		n -= opWeights[k]
+	for k = 0; n >= g.weights[k]; k++ {
+		n -= g.weights[k]
 	}
 	o := op{Kind: k, H: g.r.IntN(maxHandles)}
 	switch k {
@@ -401,6 +416,9 @@ func (g *generator) op() op {
 			if g.chance(b.percent) {
 				o.Flag |= b.bit
 			}
+		}
+		if g.readOnly {
+			o.Flag = os.O_RDONLY
 		}
 		o.Perm = g.filePerm()
 		if o.Flag&os.O_CREATE != 0 {
@@ -468,7 +486,36 @@ func (g *generator) op() op {
 	default:
 		o.Path = g.use(g.chance(40))
 	}
+	if g.readOnly && o.Path != "" && g.chance(6) {
+		o.Path = g.decorate(o.Path)
+	}
 	return o
+}
+
+// decorate returns p made into a path io/fs refuses (a trailing slash,
+// "." and ".." elements, a doubled or leading slash, the empty path), or
+// given a last element longer than NAME_MAX: paths a backend must refuse
+// as os does, before or instead of looking them up.
+func (g *generator) decorate(p string) string {
+	switch g.r.IntN(9) {
+	case 0:
+		return p + "/"
+	case 1:
+		return "./" + p
+	case 2:
+		return p + "/."
+	case 3:
+		return p + "/../" + path.Base(p)
+	case 4:
+		return "d//" + path.Base(p)
+	case 5:
+		return "/" + p
+	case 6:
+		return ""
+	case 7:
+		return p + "/" + strings.Repeat("n", 256)
+	}
+	return strings.Repeat("n", 256)
 }
 
 // prologue returns an operation that builds: the first few operations of a
@@ -537,13 +584,38 @@ func withOwners(seed int64, ops []op) []op {
 
 // genOps returns the operations of seed.
 func genOps(seed int64, n int) []op {
-	g := newGenerator(seed)
+	return newGenerator(seed).sequence(n)
+}
+
+// sequence returns n operations: a prologue that builds, then any.
+func (g *generator) sequence(n int) []op {
 	ops := make([]op, n)
 	start := min(n, 6+g.r.IntN(8))
 	for i := range start {
 		ops[i] = g.prologue(i)
 	}
 	for i := start; i < n; i++ {
+		ops[i] = g.op()
+	}
+	return ops
+}
+
+// readOnlyTree returns the operations of seed that build a tree for the
+// read-only differential, the n operations of genOps, and the generator
+// after them, to generate the reads (see reads).
+func readOnlyTree(seed int64, n int) ([]op, *generator) {
+	g := newGenerator(seed)
+	return g.sequence(n), g
+}
+
+// reads returns n read-only operations over names, the paths of the
+// entries of the tree: most hit one, the rest miss or go through files
+// and symlinks, as random paths do.
+func (g *generator) reads(names []string, n int) []op {
+	g.readOnly, g.names, g.dirs = true, names, nil
+	g.setWeights(&readOnlyWeights)
+	ops := make([]op, n)
+	for i := range ops {
 		ops[i] = g.op()
 	}
 	return ops
