@@ -1,0 +1,59 @@
+package packreader_test
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/packfs/packfs/conformance"
+	"github.com/packfs/packfs/packreader"
+	"github.com/packfs/packfs/packwriter"
+)
+
+// The read-only differential over packs: each random tree the suite makes
+// on the host is packed, the pack opened, and the same reads compared
+// with os on the directory.
+
+func TestReadOnlyDifferential(t *testing.T) {
+	for _, pack := range []struct {
+		name string
+		opts []packwriter.Option
+	}{
+		{"plain", nil},
+		{"compressed", []packwriter.Option{packwriter.WithCompression(3)}},
+	} {
+		t.Run(pack.name+"/Open", func(t *testing.T) {
+			conformance.RunReadOnlyDifferential(t, func(t *testing.T, dir string) fs.FS {
+				name := filepath.Join(t.TempDir(), "tree.pack")
+				if err := packwriter.WriteFile(name, os.DirFS(dir), pack.opts...); err != nil {
+					t.Fatal(err)
+				}
+				return closing(t)(packreader.Open(name))
+			}, conformance.WithOwners())
+		})
+		t.Run(pack.name+"/OpenReaderAt", func(t *testing.T) {
+			conformance.RunReadOnlyDifferential(t, func(t *testing.T, dir string) fs.FS {
+				var buf bytes.Buffer
+				if err := packwriter.Write(&buf, os.DirFS(dir), pack.opts...); err != nil {
+					t.Fatal(err)
+				}
+				return closing(t)(packreader.OpenReaderAt(bytes.NewReader(buf.Bytes()), int64(buf.Len())))
+			}, conformance.WithOwners())
+		})
+	}
+}
+
+// closing returns a function that fails t on an error of opening a
+// Reader, and closes the Reader when t ends.
+func closing(t *testing.T) func(*packreader.Reader, error) *packreader.Reader {
+	return func(r *packreader.Reader, err error) *packreader.Reader {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
+	}
+}
