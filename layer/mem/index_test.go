@@ -62,6 +62,13 @@ func testIndexBesideWriters(t *testing.T, f *FS) {
 		for i := range stable {
 			must(f.WriteFile(fmt.Sprintf("%s/s%d", d, i), []byte("x"), 0o644))
 		}
+		// Files that stay, enough for an index: a directory the churn
+		// empties keeps its size, so that once the writers stop the
+		// readers' first lookup builds one (while they run, a lookup
+		// may never find the writer's lock free).
+		for i := range f.indexMin {
+			must(f.WriteFile(fmt.Sprintf("%s/p%d", d, i), []byte("p"), 0o644))
+		}
 	}
 	// chainName is where the chained file is at step k: names k and k+1
 	// share a directory for even k and not for odd k.
