@@ -69,7 +69,7 @@ var opWeights = [numOpKinds]int{
 // then decorated (see decorate).
 var readOnlyWeights = [numOpKinds]int{
 	opOpenFile: 14, opRead: 10, opReadAt: 7, opSeek: 6, opClose: 5, opFStat: 4, opFReadDir: 5,
-	opReadFile: 6, opReadlink: 5, opLstat: 6, opStat: 6, opReadDir: 5,
+	opSync: 1, opReadFile: 6, opReadlink: 5, opLstat: 6, opStat: 6, opReadDir: 5,
 }
 
 func (k opKind) onHandle() bool { return k < opWriteFile }
