@@ -10,12 +10,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/packfs/packfs"
 	"github.com/packfs/packfs/internal/testsize"
+	"github.com/packfs/packfs/layer"
 	"github.com/packfs/packfs/layer/mem"
 )
 
@@ -804,4 +806,93 @@ func TestProbeUnionLargeWrite(t *testing.T) {
 			t.Errorf("the snapshot after %s reads %s as %d bytes, %v; it read %d", k.what, k.name, len(got), err, len(k.want))
 		}
 	}
+}
+
+// plwHeap returns the bytes of the heap in use after a collection.
+func plwHeap() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+// TestProbeCopyUpKeepsHoles: a sparse file of 32 MiB with a few bytes of
+// data costs the heap its bytes, not its size, when it is copied into
+// the in-memory layer: by the union's copy-up of a lower file opened for
+// writing, and by the store's checkpoint, which reopens every open
+// handle's file in the tree over the new pack.
+func TestProbeCopyUpKeepsHoles(t *testing.T) {
+	const size = 32 << 20
+	data := []struct {
+		off int64
+		p   []byte
+	}{{3, []byte("head")}, {16<<20 + 1, []byte("middle")}, {size - 3, []byte("end")}}
+	check := func(what string, f io.ReaderAt) {
+		t.Helper()
+		for _, d := range data {
+			got := make([]byte, len(d.p)+2)
+			n, err := f.ReadAt(got, d.off-1)
+			want := append(append([]byte{0}, d.p...), 0)
+			if d.off+int64(len(d.p)) == size {
+				want = want[:len(want)-1]
+			}
+			if n != len(want) || (err != nil && err != io.EOF) || !bytes.Equal(got[:n], want) {
+				t.Errorf("%s: ReadAt(%d bytes, %d) = %d, %v, %q; want %q", what, len(got), d.off-1, n, err, got[:n], want)
+			}
+		}
+	}
+	write := func(f layer.File) {
+		t.Helper()
+		if err := f.Truncate(size); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range data {
+			if _, err := f.WriteAt(d.p, d.off); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	t.Run("union", func(t *testing.T) {
+		lower := mem.New()
+		f, err := lower.Create("f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(f)
+		f.Close()
+		u := packfs.New(mem.New(), lower.Snapshot())
+		before := plwHeap()
+		h, err := u.OpenFile("f", os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		if grown := plwHeap() - before; grown > 8<<20 {
+			t.Errorf("the copy-up of a sparse file of %d bytes took %d bytes of heap", size, grown)
+		}
+		check("copied up", h.(io.ReaderAt))
+	})
+
+	t.Run("store", func(t *testing.T) {
+		s, err := packfs.Open(t.TempDir(), &packfs.Options{Sync: packfs.SyncNone, CheckpointBytes: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		f, err := s.OpenFile("f", os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		write(f)
+		before := plwHeap()
+		if err := s.Checkpoint(); err != nil {
+			t.Fatal(err)
+		}
+		if grown := plwHeap() - before; grown > 8<<20 {
+			t.Errorf("a checkpoint with a sparse file of %d bytes open took %d bytes of heap", size, grown)
+		}
+		check("after the checkpoint", f.(io.ReaderAt))
+	})
 }

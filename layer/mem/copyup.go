@@ -1,6 +1,7 @@
 package mem
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"io/fs"
@@ -118,6 +119,9 @@ func (f *FS) copyIn(op, dir string, chain []Copy, over bool) error {
 // maxName is Linux's NAME_MAX, the longest name of one element.
 const maxName = 255
 
+// zeroChunk is a chunk of zeros, which copyState compares chunks with.
+var zeroChunk [chunkSize]byte
+
 // copyState reads c into the state of a new entry; only the last entry
 // of a chain may be other than a directory.
 func copyState(c Copy, last bool) (*state, error) {
@@ -147,12 +151,17 @@ func copyState(c Copy, last bool) (*state, error) {
 	if c.Data == nil {
 		return s, nil
 	}
-	// Stream the bytes in chunks: the copy costs its size once.
+	// Stream the bytes in chunks: the copy costs its size once. A chunk
+	// of zeros stays a hole, so that a sparse file (a pack's holes, or
+	// the durable store's file reopened over the pack a checkpoint
+	// wrote) costs its data, not its size.
 	buf := make([]byte, chunkSize)
 	var off int64
 	for {
 		n, err := io.ReadFull(c.Data, buf)
-		s.data = s.data.writeAt(buf[:n], off)
+		if !bytes.Equal(buf[:n], zeroChunk[:n]) {
+			s.data = s.data.writeAt(buf[:n], off)
+		}
 		off += int64(n)
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			break
@@ -161,6 +170,7 @@ func copyState(c Copy, last bool) (*state, error) {
 			return nil, err
 		}
 	}
+	s.data = s.data.truncate(off) // the holes at the end
 	if s.isSymlink() && pathwalk.TooLong(s.data.Size()) {
 		return nil, syscall.ENAMETOOLONG
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -1202,6 +1203,61 @@ func TestProbeAppendsThenOverwrite(t *testing.T) {
 	for i, s := range snaps {
 		if got, err := fs.ReadFile(s.s, "f"); err != nil || len(got) != s.size || crc32.ChecksumIEEE(got) != s.sum {
 			t.Fatalf("snapshot %d reads %d bytes, %v; it read %d bytes of other sum", i, len(got), err, s.size)
+		}
+	}
+}
+
+// lwZeros reads as zeros without end, as the holes of a sparse file read.
+type lwZeros struct{}
+
+func (lwZeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// TestProbeCopyInKeepsHoles: CopyIn of a file of 32 MiB whose data is a
+// few bytes among zeros (a sparse file's reader, which reads its holes as
+// zeros) costs the heap about its bytes, not its size, as the same file
+// made by Truncate and WriteAt does; its bytes read back as they were.
+func TestProbeCopyInKeepsHoles(t *testing.T) {
+	const size = 32 << 20
+	data := []struct {
+		off int64
+		p   string
+	}{{0, "head"}, {16<<20 + 1, "middle"}, {size - 3, "end"}}
+	var parts []io.Reader
+	var at int64
+	for _, d := range data {
+		parts = append(parts, io.LimitReader(lwZeros{}, d.off-at), strings.NewReader(d.p))
+		at = d.off + int64(len(d.p))
+	}
+	f := checked(t)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if err := f.CopyIn(".", []mem.Copy{{Name: "f", Mode: 0o644, Data: io.MultiReader(parts...)}}); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 4<<20 {
+		t.Errorf("CopyIn of a file of %d bytes, %d of them not zeros, took %d bytes of heap", size, 13, grown)
+	}
+	h, err := f.Open("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if fi, err := h.Stat(); err != nil || fi.Size() != size {
+		t.Fatalf("Stat = %v, %v; want size %d", fi, err, size)
+	}
+	m := lwModel{{off: size, trunc: true}}
+	for _, d := range data {
+		m = append(m, lwChange{off: d.off, data: []byte(d.p)})
+	}
+	for _, d := range data {
+		if err := lwCheckRange(h.(io.ReaderAt), m, len(m), d.off-lwChunk, 2*lwChunk+10); err != nil {
+			t.Error(err)
 		}
 	}
 }
