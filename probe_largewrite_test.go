@@ -356,7 +356,7 @@ func (s plwState) check(p []byte, off int64, n int, err error) bool {
 // read again at the end, the state it showed first (or fs.ErrClosed,
 // once two flattens have passed it).
 func TestProbeStoreLargeWriteReaders(t *testing.T) {
-	ops, maxChunks := 24, 40
+	ops, maxChunks := 20, 40
 	if !testsize.Short() && !raceEnabled {
 		ops, maxChunks = 400, 70
 	}
