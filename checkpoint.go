@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"time"
 
+	"github.com/packfs/packfs/layer/mem"
 	"github.com/packfs/packfs/packwriter"
 )
 
@@ -31,8 +32,13 @@ func (s *Store) Flatten() error { return s.checkpoint(true) }
 // maybeCheckpoint starts a background checkpoint once the log has passed
 // the size limit. After one failed, the next waits until the log has
 // grown by another quarter of the limit: a full disk is not hammered.
+// After one that left files open for writing, it waits until the log
+// holds as many bytes as they do: each checkpoint writes such a file
+// whole into its pack, so a file written through one handle across
+// checkpoints costs packs of a few times its size, as its size doubles
+// from one to the next, rather than its size once per limit's worth.
 func (s *Store) maybeCheckpoint() {
-	if s.limit < 0 || s.log.Size() < max(s.limit, s.ckRetry.Load()) || !s.ckAuto.CompareAndSwap(false, true) {
+	if s.limit < 0 || s.log.Size() < max(s.limit, s.ckRetry.Load(), s.ckOpen.Load()) || !s.ckAuto.CompareAndSwap(false, true) {
 		return
 	}
 	s.wmu.Lock()
@@ -182,6 +188,9 @@ func (s *Store) checkpoint(flatten bool) error {
 	old := s.packs
 	s.man, s.packs = next, keep
 	u := s.union(root, mode)
+	// What the changes since step 1 and the open files copy up from the
+	// top pack, the old upper layer holds in memory: the copies share it.
+	u.shareFrom, _ = snap.layers[0].(*mem.Snapshot)
 	var rerr error
 	for _, e := range s.tail {
 		o, err := decodeOp(e)
@@ -200,11 +209,16 @@ func (s *Store) checkpoint(flatten bool) error {
 		return err
 	}
 	s.hmu.Lock()
+	var open int64
 	for h := range s.handles {
-		h.moveTo(u)
+		open += h.moveTo(u)
 	}
+	u.shareFrom = nil
 	s.live.Store(u)
 	s.hmu.Unlock()
+	// The next checkpoint writes the files open for writing whole again:
+	// it waits until the log has grown by as much (see maybeCheckpoint).
+	s.ckOpen.Store(open)
 	var drop []*openPack
 	if flatten {
 		drop = old

@@ -44,7 +44,11 @@ type Options struct {
 	Sync SyncPolicy
 	// CheckpointBytes is the log size past which a checkpoint starts by
 	// itself, in the background. 0 means 64 MiB; a negative value turns
-	// automatic checkpoints off.
+	// automatic checkpoints off. After a checkpoint that left files open
+	// for writing, the next one also waits until the log holds as many
+	// bytes as those files: it writes them whole again, so a large file
+	// written through one handle costs packs of about three times its
+	// size in all, not one copy of it per CheckpointBytes written.
 	CheckpointBytes int64
 	// MaxPacks is how many packs an automatic checkpoint lets the store
 	// stack up before it flattens them into one. 0 means 8.
@@ -188,7 +192,10 @@ type Store struct {
 	// ckRetry, after a background checkpoint failed, is the log size at
 	// which the next one is tried; 0: none failed.
 	ckRetry atomic.Int64
-	bg      sync.WaitGroup
+	// ckOpen is the bytes of the files open for writing that the last
+	// checkpoint moved to its new union, which the next writes again.
+	ckOpen atomic.Int64
+	bg     sync.WaitGroup
 }
 
 // openPack is a pack of the store, open for reading.

@@ -394,26 +394,35 @@ func (h *storeFile) Close() error {
 }
 
 // moveTo reopens the file in u, at the same offset: a checkpoint replaced
-// the union it was open in. s.wmu and s.hmu are held.
-func (h *storeFile) moveTo(u *FS) {
+// the union it was open in. It returns the size of the file when it is
+// a regular file open for writing, which the next checkpoint writes
+// again. s.wmu and s.hmu are held.
+func (h *storeFile) moveTo(u *FS) int64 {
 	if h.path == "" {
-		return // nameless: it stays where it is, unreachable as on Linux
+		return 0 // nameless: it stays where it is, unreachable as on Linux
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.listed.Load() {
-		return
+		return 0
 	}
 	old := h.file()
 	nf, err := u.OpenFile(h.path, h.flag&^(os.O_CREATE|os.O_EXCL|os.O_TRUNC), 0)
 	if err != nil {
-		return
+		return 0
 	}
 	if off, err := old.Seek(0, io.SeekCurrent); err == nil {
 		nf.Seek(off, io.SeekStart)
 	}
 	h.f.Store(&fileRef{nf})
 	old.Close()
+	if h.flag&(os.O_WRONLY|os.O_RDWR) == 0 {
+		return 0
+	}
+	if fi, err := nf.Stat(); err == nil && fi.Mode().IsRegular() {
+		return fi.Size()
+	}
+	return 0
 }
 
 // errNegativeOffset is what os gives for WriteAt at a negative offset.

@@ -51,6 +51,10 @@ type FS struct {
 
 	mounts atomic.Pointer[mounts] // nil: none
 
+	// shareFrom is set only while the durable store's checkpoint builds
+	// the union, before it publishes it (see sharedContent).
+	shareFrom *mem.Snapshot
+
 	// What the read fast path learned: lowerDirs maps a directory of the
 	// union to a *lowerDir, and lastDir is the one last looked up; tops
 	// maps a first path element to an *atomic.Uint64 stamp of whether the

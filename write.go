@@ -414,6 +414,10 @@ func (u *FS) copyIn(ci copyInFS, n *node, data bool) error {
 		}
 		last.Data = strings.NewReader(target)
 	case mode.IsRegular() && data:
+		if c := u.sharedContent(n); c != nil {
+			last.Share = c
+			break
+		}
 		r, err := u.layers[n.layer].Open(n.path)
 		if err != nil {
 			return err
@@ -422,6 +426,24 @@ func (u *FS) copyIn(ci copyInFS, n *node, data bool) error {
 		last.Data = r
 	}
 	return ci.CopyIn(at, copies)
+}
+
+// sharedContent returns the bytes that the copy-up of n, a regular file,
+// may share rather than read: while a checkpoint builds the store's new
+// union, shareFrom is the snapshot of the old upper layer that the new
+// top pack, layers[1], was written from, so that a file the pack holds
+// and the snapshot's upper layer held has the same bytes in memory
+// (often the log's mapped pages). A file open for writing then costs its
+// new upper layer nothing.
+func (u *FS) sharedContent(n *node) *mem.Content {
+	if u.shareFrom == nil || n.layer != 1 {
+		return nil
+	}
+	c, ok := u.shareFrom.Content(n.path)
+	if !ok || c.Size() != n.info.Size() {
+		return nil
+	}
+	return c
 }
 
 func (u *FS) copyUpEntry(n *node, data bool) error {

@@ -22,6 +22,10 @@ type Copy struct {
 	// Data is a regular file's content or a symlink's target; nil reads
 	// as empty.
 	Data io.Reader
+	// Share, for a regular file, is its content, taken as it is from a
+	// snapshot in place of Data: the copy shares the bytes, immutable,
+	// and reads nothing.
+	Share *Content
 	// Owner is the copy's owner; nil gives it none (layer.NoOwner).
 	Owner *layer.Sys
 }
@@ -148,6 +152,13 @@ func copyState(c Copy, last bool) (*state, error) {
 	case t != 0 && t != fs.ModeSymlink:
 		return nil, errInvalid
 	}
+	if c.Share != nil {
+		if !s.isRegular() {
+			return nil, errInvalid
+		}
+		s.data = c.Share.c
+		return s, nil
+	}
 	if c.Data == nil {
 		return s, nil
 	}
@@ -175,6 +186,31 @@ func copyState(c Copy, last bool) (*state, error) {
 		return nil, syscall.ENAMETOOLONG
 	}
 	return s, nil
+}
+
+// Content is the bytes of a regular file of a [Snapshot], which a copy
+// made with CopyIn may share (Copy.Share) rather than read: they never
+// change.
+type Content struct{ c *content }
+
+// Size returns the number of bytes.
+func (c *Content) Size() int64 { return c.c.Size() }
+
+// Content returns the bytes of the regular file name, a final symlink
+// not followed, as s holds them; false for anything else. The durable
+// store's checkpoint gives them to the copy-up of a file its new upper
+// layer takes over, which would otherwise read them whole from the pack
+// it just wrote from s.
+func (s *Snapshot) Content(name string) (*Content, bool) {
+	w, err := s.view().resolve("open", name, false)
+	if err != nil {
+		return nil, false
+	}
+	st := w.e.state()
+	if !st.isRegular() {
+		return nil, false
+	}
+	return &Content{st.data}, true
 }
 
 // RenameUnion is Rename for a union's upper layer, in one step whatever

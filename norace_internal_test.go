@@ -1,0 +1,6 @@
+//go:build !race
+
+package packfs
+
+// raceOn is raceEnabled for the internal tests.
+const raceOn = false
