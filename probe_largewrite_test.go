@@ -62,11 +62,9 @@ func plwDiffAt(a, b []byte) int {
 	return min(len(a), len(b))
 }
 
-// plwModel is the file the steps make, as a byte slice, and the offset of
-// its read-write handle.
+// plwModel is the file the steps make, as a byte slice.
 type plwModel struct {
-	b   []byte
-	off int64
+	b []byte
 }
 
 func (m *plwModel) writeAt(p []byte, off int64) {
