@@ -182,6 +182,15 @@ func (f *file) Seek(offset int64, whence int) (int64, error) {
 	return n, f.rename(err)
 }
 
+// SeeksHoles reports whether the file beneath, to which Seek passes its
+// whence, takes layer.SeekData and layer.SeekHole.
+func (f *file) SeeksHoles() bool {
+	cf := f.cur()
+	defer f.mu.Unlock()
+	h, ok := cf.(layer.HoleSeeker)
+	return ok && h.SeeksHoles()
+}
+
 func (f *file) ReadDir(n int) ([]fs.DirEntry, error) {
 	cf := f.cur()
 	defer f.mu.Unlock()

@@ -175,6 +175,15 @@ func (h *storeFile) Seek(off int64, whence int) (int64, error) {
 	return h.file().Seek(off, whence)
 }
 
+// SeeksHoles reports whether Seek takes layer.SeekData and
+// layer.SeekHole, which it passes on to the union's file.
+func (h *storeFile) SeeksHoles() bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	s, ok := h.file().(layer.HoleSeeker)
+	return ok && s.SeeksHoles()
+}
+
 func (h *storeFile) ReadDir(n int) ([]fs.DirEntry, error) {
 	if err := h.closed("readdirent"); err != nil { // os's name for it
 		return nil, err

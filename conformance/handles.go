@@ -2,11 +2,13 @@ package conformance
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +29,7 @@ var (
 	_ = register("ShortReadAt", testShortReadAt)
 	_ = register("OpenTrunc", testOpenTrunc)
 	_ = register("SeekHole", testSeekHole)
+	_ = register("SeekDataHole", testSeekDataHole)
 	_ = register("Seek", testSeek)
 	_ = register("Truncate", testTruncate)
 	_ = register("ModTime", testModTime)
@@ -331,6 +334,69 @@ func testSeekHole(t *testing.T, newFS NewFS, _ *config) {
 }
 
 func errOf(_ int, err error) error { return err }
+
+// testSeekDataHole checks SEEK_DATA and SEEK_HOLE (layer.SeekData and
+// layer.SeekHole) on the files that take them: an *os.File on Linux or a
+// layer.HoleSeeker that says it does. Where a hole starts depends on the
+// file system's blocks (tmpfs: a page; layer/mem: 64 KiB), so what is
+// checked is what holds on any: data at 0, the first hole at or past the
+// first run's end and at or before the second's start, data again at or
+// before the second run, a hole at the end, ENXIO at and past the end,
+// and the offset moved to what Seek returns.
+func testSeekDataHole(t *testing.T, newFS NewFS, _ *config) {
+	fsys := newFS(t)
+	f := openFile(t, fsys, "f", os.O_RDWR|os.O_CREATE, 0o644)
+	if hs, ok := f.(layer.HoleSeeker); !ok || !hs.SeeksHoles() {
+		if _, isOS := f.(*os.File); !isOS {
+			t.Skip("the backend's files do not take SeekData and SeekHole")
+		}
+	}
+	const far = 4 << 20
+	must(t, "WriteAt", errOf(f.WriteAt([]byte("first"), 0)))
+	must(t, "WriteAt", errOf(f.WriteAt([]byte("second"), far)))
+	size := int64(far + len("second"))
+	seek := func(off int64, whence int) int64 {
+		t.Helper()
+		got, err := f.Seek(off, whence)
+		if err != nil {
+			t.Fatalf("Seek(%d, %d) = %v", off, whence, err)
+		}
+		if cur, err := f.Seek(0, io.SeekCurrent); cur != got || err != nil {
+			t.Errorf("Seek(%d, %d) = %d, but the offset is %d, %v", off, whence, got, cur, err)
+		}
+		return got
+	}
+	if d := seek(0, layer.SeekData); d != 0 {
+		t.Errorf("Seek(0, SeekData) = %d, want 0", d)
+	}
+	h := seek(0, layer.SeekHole)
+	if h < int64(len("first")) || h > far {
+		t.Errorf("Seek(0, SeekHole) = %d, want a hole between %d and %d", h, len("first"), far)
+	}
+	if h < far {
+		if d := seek(h, layer.SeekData); d <= h || d > far {
+			t.Errorf("Seek(%d, SeekData) = %d, want data after the hole, at or before %d", h, d, far)
+		}
+	}
+	if h := seek(far, layer.SeekHole); h != size {
+		t.Errorf("Seek(%d, SeekHole) = %d, want the end, %d", far, h, size)
+	}
+	for _, whence := range []int{layer.SeekData, layer.SeekHole} {
+		for _, off := range []int64{size, size + 1} {
+			_, err := f.Seek(off, whence)
+			var pe *fs.PathError
+			if !errors.Is(err, syscall.ENXIO) || !errors.As(err, &pe) || pe.Op != "seek" {
+				t.Errorf("Seek(%d, %d) at or past the end = %v, want seek: ENXIO", off, whence, err)
+			}
+		}
+	}
+	buf := make([]byte, 4)
+	if h < far {
+		if _, err := f.ReadAt(buf, h); err != nil || !bytes.Equal(buf, make([]byte, 4)) {
+			t.Errorf("ReadAt in the hole at %d = %q, %v; want zeros", h, buf, err)
+		}
+	}
+}
 
 func testSeek(t *testing.T, newFS NewFS, _ *config) {
 	fsys := newFS(t)

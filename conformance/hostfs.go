@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -298,6 +299,10 @@ func (f *hostFile) WriteString(s string) (int, error) {
 	n, err := f.f.WriteString(s)
 	return n, f.h.strip(err)
 }
+
+// SeeksHoles reports that Seek takes SEEK_DATA and SEEK_HOLE, as lseek(2)
+// does on Linux.
+func (f *hostFile) SeeksHoles() bool { return runtime.GOOS == "linux" }
 
 func (f *hostFile) Seek(off int64, whence int) (int64, error) {
 	n, err := f.f.Seek(off, whence)

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -79,6 +80,10 @@ func (f *file) WriteString(s string) (int, error) {
 	n, err := f.f.WriteString(s)
 	return n, f.fix(err)
 }
+
+// SeeksHoles reports whether Seek takes layer.SeekData and
+// layer.SeekHole, which it passes to lseek(2): on Linux.
+func (f *file) SeeksHoles() bool { return runtime.GOOS == "linux" }
 
 func (f *file) Seek(off int64, whence int) (int64, error) {
 	f.mu.Lock()

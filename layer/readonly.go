@@ -54,6 +54,13 @@ func (f ReadOnlyFile) Seek(offset int64, whence int) (int64, error) {
 	return 0, PathError("seek", f.name, errors.ErrUnsupported)
 }
 
+// SeeksHoles reports whether f's file is a [HoleSeeker] that takes
+// SeekData and SeekHole, which Seek passes on.
+func (f ReadOnlyFile) SeeksHoles() bool {
+	h, ok := f.File.(HoleSeeker)
+	return ok && h.SeeksHoles()
+}
+
 func (f ReadOnlyFile) ReadDir(n int) ([]fs.DirEntry, error) {
 	if d, ok := f.File.(fs.ReadDirFile); ok {
 		return d.ReadDir(n)

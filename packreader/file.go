@@ -166,6 +166,10 @@ const (
 	SeekHole = 4
 )
 
+// SeeksHoles reports that Seek takes SeekData and SeekHole, as a
+// layer.HoleSeeker's does.
+func (f *file) SeeksHoles() bool { return true }
+
 // seekData is Seek with SeekData or SeekHole; the caller holds f.mu.
 func (f *file) seekData(off int64, whence int) (_ int64, err error) {
 	size := int64(f.size())

@@ -339,3 +339,56 @@ func (c *content) writeShared(p []byte, off int64, pin any) *content {
 	}
 	return nc
 }
+
+// seekExtent returns the first offset at or after off, which is below
+// the size, that holds data (hole false) or starts a hole (hole true),
+// as lseek(2)'s SEEK_DATA and SEEK_HOLE: a missing chunk is a hole, a
+// present one data (zeros past a short chunk's end included), and the
+// end of the file starts a hole; with no data from off on, it returns
+// the size. It costs O(height) per subtree of missing chunks it passes,
+// and a step per present chunk when looking for a hole.
+func (c *content) seekExtent(off int64, hole bool) int64 {
+	size, last := c.Size(), c.last()
+	i := off >> chunkShift
+	present := func(i int64) bool { return c.chunk(i) != nil }
+	if hole {
+		for ; i <= last && present(i); i++ {
+		}
+		return min(max(i<<chunkShift, off), size)
+	}
+	if present(i) {
+		return off
+	}
+	j := int64(-1)
+	if c.height > 0 {
+		j = firstChunk(c.root, int(c.height), 0, i)
+	}
+	switch {
+	case j >= 0 && j < last:
+		return j << chunkShift
+	case c.tail != nil:
+		return last << chunkShift
+	}
+	return size
+}
+
+// firstChunk returns the index of the first chunk at or after i in the
+// subtree n of height h whose first chunk is base, or -1; missing
+// subtrees are passed over whole.
+func firstChunk(n *inner, h int, base, i int64) int64 {
+	if n == nil {
+		return -1
+	}
+	span := capacity(h - 1)
+	for slot := max(0, (i-base)/span); slot < fanout; slot++ {
+		at := base + slot*span
+		if h == 1 {
+			if n.chunks[slot] != nil {
+				return at
+			}
+		} else if j := firstChunk(n.kids[slot], h-1, at, max(i, at)); j >= 0 {
+			return j
+		}
+	}
+	return -1
+}

@@ -278,6 +278,9 @@ func (h *file) Seek(offset int64, whence int) (int64, error) {
 	if err := h.check("seek"); err != nil {
 		return 0, err
 	}
+	if whence == layer.SeekData || whence == layer.SeekHole {
+		return h.seekExtent(offset, whence == layer.SeekHole)
+	}
 	var pos int64
 	for {
 		off := h.off.Load()
@@ -304,6 +307,33 @@ func (h *file) Seek(offset int64, whence int) (int64, error) {
 	}
 	return pos, nil
 }
+
+// seekExtent is Seek with layer.SeekData or layer.SeekHole, as lseek(2)
+// does on tmpfs: a chunk never written is a hole. h.mu is held.
+func (h *file) seekExtent(off int64, hole bool) (int64, error) {
+	s := h.cur()
+	if !s.isRegular() {
+		return 0, layer.PathError("seek", h.name, errInvalid)
+	}
+	if off < 0 {
+		return 0, layer.PathError("seek", h.name, errInvalid)
+	}
+	if off >= s.size() {
+		return 0, layer.PathError("seek", h.name, syscall.ENXIO)
+	}
+	pos := s.data.seekExtent(off, hole)
+	if pos >= s.size() && !hole {
+		return 0, layer.PathError("seek", h.name, syscall.ENXIO)
+	}
+	h.off.Store(pos)
+	return pos, nil
+}
+
+// SeeksHoles reports that Seek takes layer.SeekData and layer.SeekHole
+// (see layer.HoleSeeker).
+func (h *file) SeeksHoles() bool { return true }
+
+var _ layer.HoleSeeker = (*file)(nil)
 
 func (h *file) Truncate(size int64) error {
 	h.mu.Lock()
