@@ -5,15 +5,25 @@ import (
 	"io"
 	"io/fs"
 	"syscall"
+
+	"github.com/packfs/packfs/layer"
 )
 
 // readPieces reads f, a regular file, to its end into buf, calling fn with
-// each piece of data and each hole. When sparse and f is a host file that
-// can say where its data is (SEEK_DATA and SEEK_HOLE), holes are found
-// that way and never read; otherwise every byte is read and fn sees no
-// hole (the stream finds runs of zeros itself). It returns the bytes
-// seen, holes included.
+// each piece of data and each hole. When sparse and f can say where its
+// data is (a host file, through SEEK_DATA and SEEK_HOLE, or a
+// layer.HoleSeeker: a file of layer/mem, of a pack, of a union or of the
+// durable store), holes are found that way and never read; otherwise
+// every byte is read and fn sees no hole (the stream finds runs of zeros
+// itself). It returns the bytes seen, holes included.
 func readPieces(f fs.File, sparse bool, buf []byte, fn func(data []byte, hole uint64) error) (uint64, error) {
+	if hs, ok := f.(layer.HoleSeeker); ok && sparse && hs.SeeksHoles() {
+		if ra, ok := f.(io.ReaderAt); ok {
+			if fi, err := f.Stat(); err == nil {
+				return readSparse(ra, hs.Seek, fi.Size(), buf, fn)
+			}
+		}
+	}
 	if sparse {
 		if sk, ok := dataSeeker(f); ok {
 			// A file system without SEEK_DATA fails the probe

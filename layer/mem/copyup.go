@@ -3,6 +3,7 @@ package mem
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"strings"
@@ -165,8 +166,32 @@ func copyState(c Copy, last bool) (*state, error) {
 	// Stream the bytes in chunks: the copy costs its size once. A chunk
 	// of zeros stays a hole, so that a sparse file (a pack's holes, or
 	// the durable store's file reopened over the pack a checkpoint
-	// wrote) costs its data, not its size.
+	// wrote) costs its data, not its size; a source that says where its
+	// data is is read there only, and costs its data in time too.
 	buf := make([]byte, chunkSize)
+	if data, size, ok := extentsOf(c.Data); ok {
+		err := data(func(off, end int64) error {
+			for off < end {
+				n, err := c.Data.(io.ReaderAt).ReadAt(buf[:min(int64(len(buf)), end-off)], off)
+				if n > 0 && !bytes.Equal(buf[:n], zeroChunk[:n]) {
+					s.data = s.data.writeAt(buf[:n], off)
+				}
+				off += int64(n)
+				if err == io.EOF && off >= end {
+					break
+				}
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.data = s.data.truncate(size)
+		return s, nil
+	}
 	var off int64
 	for {
 		n, err := io.ReadFull(c.Data, buf)
@@ -186,6 +211,48 @@ func copyState(c Copy, last bool) (*state, error) {
 		return nil, syscall.ENAMETOOLONG
 	}
 	return s, nil
+}
+
+// extentsOf returns, for a source that can say where its data is (a
+// layer.HoleSeeker with ReadAt and Stat, such as a pack's file), its size
+// and a walk that calls fn with each extent of data, [off, end).
+func extentsOf(r io.Reader) (walk func(fn func(off, end int64) error) error, size int64, ok bool) {
+	hs, ok := r.(layer.HoleSeeker)
+	if !ok || !hs.SeeksHoles() {
+		return nil, 0, false
+	}
+	st, ok := r.(interface{ Stat() (fs.FileInfo, error) })
+	if _, isRA := r.(io.ReaderAt); !ok || !isRA {
+		return nil, 0, false
+	}
+	fi, err := st.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, 0, false
+	}
+	size = fi.Size()
+	return func(fn func(off, end int64) error) error {
+		for off := int64(0); off < size; {
+			d, err := hs.Seek(off, layer.SeekData)
+			if errors.Is(err, syscall.ENXIO) {
+				return nil // holes to the end
+			}
+			if err != nil {
+				return err
+			}
+			h, err := hs.Seek(d, layer.SeekHole)
+			if err != nil {
+				return err
+			}
+			if d < off || h <= d || h > size {
+				return fmt.Errorf("data at %d to %d of a file of %d bytes, looked for from %d: %w", d, h, size, off, errInvalid)
+			}
+			if err := fn(d, h); err != nil {
+				return err
+			}
+			off = h
+		}
+		return nil
+	}, size, true
 }
 
 // Content is the bytes of a regular file of a [Snapshot], which a copy
