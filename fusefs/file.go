@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"math"
 	"sync"
 	"syscall"
 
@@ -26,7 +27,41 @@ var (
 	_ gofs.FileFlusher  = (*file)(nil)
 	_ gofs.FileFsyncer  = (*file)(nil)
 	_ gofs.FileReleaser = (*file)(nil)
+	_ gofs.FileLseeker  = (*file)(nil)
 )
+
+// Lseek answers SEEK_DATA and SEEK_HOLE, the only whences the kernel
+// asks the server, from the layer's file where it takes them
+// (layer.HoleSeeker), so that a program copying a sparse file out of the
+// mount (cp, tar -S) finds its holes; elsewhere the whole file is data.
+func (h *file) Lseek(ctx context.Context, off uint64, whence uint32) (uint64, syscall.Errno) {
+	return lseek(h.f, off, whence)
+}
+
+// lseek is Lseek on f, an open regular file, with lseek(2)'s errors:
+// ENXIO at or past the end.
+func lseek(f fs.File, off uint64, whence uint32) (uint64, syscall.Errno) {
+	if hs, ok := f.(layer.HoleSeeker); ok && hs.SeeksHoles() && off <= math.MaxInt64 {
+		pos, err := hs.Seek(int64(off), int(whence))
+		if err != nil {
+			return 0, errno(err)
+		}
+		return uint64(pos), 0
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, errno(err)
+	}
+	switch size := uint64(fi.Size()); {
+	case off >= size:
+		return 0, syscall.ENXIO
+	case whence == layer.SeekData:
+		return off, 0
+	case whence == layer.SeekHole:
+		return size, 0
+	}
+	return 0, syscall.EINVAL
+}
 
 func (h *file) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	n, err := h.f.ReadAt(dest, off)

@@ -374,6 +374,25 @@ func (r *rawFS) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.
 	return fuse.ReadResultData(buf[:k]), fuse.OK
 }
 
+// Lseek answers SEEK_DATA and SEEK_HOLE from the pack's file, whose
+// holes a program copying it out of the mount then finds.
+func (r *rawFS) Lseek(cancel <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekOut) fuse.Status {
+	n, a := r.node(in.NodeId)
+	if n == nil {
+		return fuse.ENOENT
+	}
+	if a.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		return fuse.EINVAL
+	}
+	f, err := n.open(r.fsys)
+	if err != nil {
+		return fuse.Status(errno(err))
+	}
+	off, e := lseek(f, in.Offset, in.Whence)
+	out.Offset = off
+	return fuse.Status(e)
+}
+
 // open returns the node's shared handle, opened at its first read and
 // closed when the kernel forgets the node.
 func (n *rnode) open(fsys fs.FS) (fs.File, error) {
