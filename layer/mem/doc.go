@@ -21,7 +21,12 @@
 // make each operation visible with one atomic store, so a reader sees an
 // operation (a new name, a removal, a rename, a WriteFile) whole or not at
 // all; a directory's new modification time may show an instant after its
-// new entry. A listing of the live layer taken while the directory changes
+// new entry. A file's handles see a change of it through the file itself,
+// and the paths to it through the directories above: the first change
+// after a snapshot, which must link the file's new state into new states
+// of those directories, reaches the handles first, so that a reader may
+// see it through a handle an instant before through the file's path. A
+// listing of the live layer taken while the directory changes
 // holds, once and in order, every entry that stayed, and each concurrent
 // change or not, as getdents does on Linux; a snapshot, or a directory
 // handle after its first ReadDir, lists one state.
