@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/packfs/packfs/internal/pathwalk"
 	"github.com/packfs/packfs/internal/testsize"
@@ -389,6 +390,11 @@ func TestProbeLargeDirectoryRenameRemoveAll(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+	// On a loaded machine the readers may not have run while the writer
+	// did: they go on, over the last round's d, until each kind has.
+	for deadline := time.Now().Add(10 * time.Second); (listed.Load() == 0 || read.Load() == 0) && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
 	}
 	close(stop)
 	wg.Wait()
