@@ -98,7 +98,7 @@ func resolve(byPath map[string]Entry, p string) (Entry, bool) {
 //   - "sizes": files of 0 and 1 bytes, around 64 KiB, and a large one of
 //     64 MiB (1 MiB with -short);
 //   - "duplicates": many files with identical contents, and files that
-//     differ only in their last byte.
+//     differ only in their last byte (4 KiB; 512 bytes with -short).
 //
 // In a test binary Trees gives the quick sizes (2,000 entries, 1 MiB)
 // unless PACKFS_LONG=1 is set, as the package doc says; elsewhere, the
@@ -125,7 +125,7 @@ func treesOf(short bool, wideN int) []Tree {
 		symlinkTree(),
 		unicodeTree(),
 		sizesTree(large),
-		duplicatesTree(),
+		duplicatesTree(short),
 	}
 }
 
@@ -268,9 +268,15 @@ func sizesTree(large int) Tree {
 	return b.done()
 }
 
-func duplicatesTree() Tree {
+func duplicatesTree(short bool) Tree {
 	b := &treeBuilder{t: Tree{Name: "duplicates"}}
-	same := pseudoRandom(7, 4096)
+	// fstest.TestFS reads each file a few bytes at a time: 4 KiB files
+	// cost a backend through system calls about a second.
+	size := 4096
+	if short {
+		size = 512
+	}
+	same := pseudoRandom(7, size)
 	b.dir("a", 0o755)
 	b.dir("b", 0o755)
 	for i := range 20 {
