@@ -52,6 +52,9 @@ func (f *file) Read(p []byte) (int, error) {
 	defer f.mu.Unlock()
 	n, err := f.readAt("read", p, f.pos)
 	f.pos += int64(n)
+	if n > 0 && err != io.EOF {
+		err = nil // a short read; what failed fails the next one
+	}
 	return n, err
 }
 
@@ -109,8 +112,11 @@ func (f *file) readAtHint(op string, p []byte, off int64, at *frameAt) (_ int, e
 			copy(p[:n], f.r.mapped[at.f.Off+(pos-at.f.Pos):])
 			return n, nil
 		}
-		if err := f.r.readContentAt(p[:n], f.rc, uint64(off), at); err != nil {
-			return 0, pathErr(op, f.name, err)
+		if done, err := f.r.readContentAt(p[:n], f.rc, uint64(off), at); err != nil {
+			// The bytes before the frame that failed are read: Read
+			// returns them, and the error at its next call, which
+			// starts at that frame, as read(2) does.
+			return done, pathErr(op, f.name, err)
 		}
 		if at == &f.at {
 			f.readAhead(off, n)

@@ -263,15 +263,24 @@ func (r *Reader) nextExtent(rc packformat.Record, off int64, hole bool) (int64, 
 // readContent fills p with the bytes of rc's content from offset off,
 // which the caller has bounded by rc.Size. The caller holds r.mu.
 func (r *Reader) readContent(p []byte, rc packformat.Record, off uint64) error {
-	return r.readContentAt(p, rc, off, nil)
+	_, err := r.readContentAt(p, rc, off, nil)
+	return err
 }
 
 // readContentAt is readContent starting from at, the frame a read of the
 // same content used last (a file's), which it updates; at may be nil.
-func (r *Reader) readContentAt(p []byte, rc packformat.Record, off uint64, at *frameAt) error {
+// On an error it returns how many bytes of p it filled before the frame
+// that failed.
+func (r *Reader) readContentAt(p []byte, rc packformat.Record, off uint64, at *frameAt) (done int, err error) {
 	if len(p) == 0 {
-		return nil
+		return 0, nil
 	}
+	want := len(p)
+	defer func() {
+		if err != nil {
+			done = want - len(p)
+		}
+	}()
 	pos := rc.Off + off
 	var cur frameAt
 	if at != nil && at.holds(pos) {
@@ -279,7 +288,7 @@ func (r *Reader) readContentAt(p []byte, rc packformat.Record, off uint64, at *f
 	} else {
 		i, err := r.findFrame(rc, pos)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		cur.i = i
 	}
@@ -287,13 +296,13 @@ func (r *Reader) readContentAt(p []byte, rc packformat.Record, off uint64, at *f
 		if !cur.valid {
 			f, raw, err := r.frame(cur.i)
 			if err != nil {
-				return err
+				return 0, err
 			}
 			cur.f, cur.raw, cur.valid = f, raw, true
 		}
 		i, f, raw := cur.i, cur.f, cur.raw
 		if pos < f.Pos || pos-f.Pos >= raw {
-			return corrupt("frame %d does not hold stream byte %d", i, pos)
+			return 0, corrupt("frame %d does not hold stream byte %d", i, pos)
 		}
 		in := pos - f.Pos
 		n := min(uint64(len(p)), raw-in)
@@ -305,18 +314,18 @@ func (r *Reader) readContentAt(p []byte, rc packformat.Record, off uint64, at *f
 			// what is asked for in place, as format 2 reads a checked
 			// content; a read of the whole frame checks it on the way.
 			if err := readFull(r.ra, p[:n], int64(f.Off+in)); err != nil {
-				return err
+				return 0, err
 			}
 			if !r.frameChecked(i) {
 				if crc32.Checksum(p[:n], packformat.Castagnoli) != f.CRC {
-					return corrupt("frame %d: checksum mismatch", i)
+					return 0, corrupt("frame %d: checksum mismatch", i)
 				}
 				r.markFrame(i)
 			}
 		default:
 			b, e, err := r.frameBytes(i, f, raw)
 			if err != nil {
-				return err
+				return 0, err
 			}
 			copy(p[:n], b[in:])
 			if e != nil {
@@ -330,7 +339,7 @@ func (r *Reader) readContentAt(p []byte, rc packformat.Record, off uint64, at *f
 		}
 		cur = frameAt{i: i + 1}
 	}
-	return nil
+	return want, nil
 }
 
 // frameBytes returns the raw bytes of frame i (f, of raw size raw), which

@@ -226,7 +226,7 @@ func (r *Reader) readFrames(name string, b []byte, rc packformat.Record, first, 
 		}
 		lo, hi := max(f.Pos, rc.Off), min(f.Pos+raw, end)
 		at := frameAt{i: i, f: f, raw: raw, valid: true}
-		if err := r.readContentAt(b[lo-rc.Off:hi-rc.Off], rc, lo-rc.Off, &at); err != nil {
+		if _, err := r.readContentAt(b[lo-rc.Off:hi-rc.Off], rc, lo-rc.Off, &at); err != nil {
 			return pathErr("read", name, err)
 		}
 	}
