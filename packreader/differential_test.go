@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/packfs/packfs/conformance"
+	"github.com/packfs/packfs/internal/testsize"
 	"github.com/packfs/packfs/packreader"
 	"github.com/packfs/packfs/packwriter"
 )
@@ -17,6 +18,12 @@ import (
 // with os on the directory.
 
 func TestReadOnlyDifferential(t *testing.T) {
+	// The quick run does 30 sequences for each of the four (100 cost
+	// about 3 s in all); the full run the suite's number.
+	opts := []conformance.Option{conformance.WithOwners()}
+	if testsize.Short() {
+		opts = append(opts, conformance.WithSeeds(30))
+	}
 	for _, pack := range []struct {
 		name string
 		opts []packwriter.Option
@@ -31,7 +38,7 @@ func TestReadOnlyDifferential(t *testing.T) {
 					t.Fatal(err)
 				}
 				return closing(t)(packreader.Open(name))
-			}, conformance.WithOwners())
+			}, opts...)
 		})
 		t.Run(pack.name+"/OpenReaderAt", func(t *testing.T) {
 			conformance.RunReadOnlyDifferential(t, func(t *testing.T, dir string) fs.FS {
@@ -40,7 +47,7 @@ func TestReadOnlyDifferential(t *testing.T) {
 					t.Fatal(err)
 				}
 				return closing(t)(packreader.OpenReaderAt(bytes.NewReader(buf.Bytes()), int64(buf.Len())))
-			}, conformance.WithOwners())
+			}, opts...)
 		})
 	}
 }

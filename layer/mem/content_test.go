@@ -131,9 +131,9 @@ func TestContentRandom(t *testing.T) {
 // versions kept from before stay as they were.
 func TestContentWideWrites(t *testing.T) {
 	leaf := int64(fanout * chunkSize)
-	seeds := 4
+	seeds, steps := 4, 24
 	if testsize.Short() || raceEnabled {
-		seeds = 2
+		seeds, steps = 1, 12
 	}
 	for seed := range seeds {
 		rng := rand.New(rand.NewPCG(uint64(seed), 11))
@@ -144,7 +144,7 @@ func TestContentWideWrites(t *testing.T) {
 			want []byte
 		}
 		var old []kept
-		for step := range 24 {
+		for step := range steps {
 			// Around a boundary between leaves.
 			edge := []int64{leaf, 2 * leaf, 3 * leaf}[rng.IntN(3)]
 			off := edge - rng.Int64N(3*chunkSize) + rng.Int64N(3*chunkSize)
