@@ -19,10 +19,14 @@ import (
 
 func TestReadOnlyDifferential(t *testing.T) {
 	// The quick run does 30 sequences for each of the four (100 cost
-	// about 3 s in all); the full run the suite's number.
+	// about 3 s in all); the full run the suite's number, but 100 under
+	// the race detector, where the suite's 500 for each took 150 s.
 	opts := []conformance.Option{conformance.WithOwners()}
-	if testsize.Short() {
+	switch {
+	case testsize.Short():
 		opts = append(opts, conformance.WithSeeds(30))
+	case raceEnabled:
+		opts = append(opts, conformance.WithSeeds(100))
 	}
 	for _, pack := range []struct {
 		name string
