@@ -106,9 +106,18 @@ func (u *FS) statFast(name string, follow bool) (fs.FileInfo, bool) {
 
 // readFast is ReadFile on the fast paths.
 func (u *FS) readFast(name string) ([]byte, bool) {
-	if i, _, ok := u.fastLower(name); ok {
-		b, err := fs.ReadFile(u.layers[i], name)
-		return b, err == nil
+	if d, base, ok := u.fastDir(name); ok {
+		if ra, ok := d.la.(pathwalk.ReadFileAtFS); ok {
+			// One lookup finds and reads the file. Anything but a
+			// regular file there fails, and is the other paths' to
+			// answer.
+			if b, err := ra.ReadFileAt(d.at, base, name); err == nil {
+				return b, true
+			}
+		} else if _, ok := u.fileIn(d, name, base); ok {
+			b, err := fs.ReadFile(u.layers[d.layer], name)
+			return b, err == nil
+		}
 	}
 	if i, _, ok := u.peek(name); ok {
 		b, err := fs.ReadFile(u.layers[i], name)

@@ -1,6 +1,7 @@
 package packreader
 
 import (
+	"encoding/binary"
 	"hash/crc32"
 	"math/bits"
 	"sync"
@@ -485,7 +486,7 @@ func (r *Reader) contiguous(rc packformat.Record) (_ []byte, ok bool, err error)
 		return nil, false, nil
 	}
 	i := uint64(rc.CRC)
-	f, raw, err := r.frame(i)
+	f, raw, err := r.checkedFrame(i)
 	if err != nil {
 		return nil, false, err
 	}
@@ -508,7 +509,7 @@ func (r *Reader) contiguous(rc packformat.Record) (_ []byte, ok bool, err error)
 			break
 		}
 		i++
-		g, graw, err := r.frame(i)
+		g, graw, err := r.checkedFrame(i)
 		if err != nil {
 			return nil, false, err
 		}
@@ -518,6 +519,19 @@ func (r *Reader) contiguous(rc packformat.Record) (_ []byte, ok bool, err error)
 		f, raw = g, graw
 	}
 	return r.mapped[start : start+rc.Size : start+rc.Size], true, nil
+}
+
+// checkedFrame is frame for a mapped pack, without frame's checks once
+// the frame's checksum matched: frame(i) passed them before it was
+// checked, on the same bytes. Small files read whole from an uncompressed
+// pack spent a tenth of their time in those checks.
+func (r *Reader) checkedFrame(i uint64) (packformat.Frame, uint64, error) {
+	if !r.frameChecked(i) {
+		return r.frame(i)
+	}
+	b := r.frames[i*packformat.FrameEntrySize : (i+2)*packformat.FrameEntrySize]
+	f := packformat.DecodeFrame(b)
+	return f, binary.LittleEndian.Uint64(b[packformat.FrameEntrySize:]) - f.Pos, nil
 }
 
 // decodeSlack is the room a frame buffer has past its frame's raw size.

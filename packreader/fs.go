@@ -97,6 +97,12 @@ func (r *Reader) ReadFile(name string) (_ []byte, err error) {
 	if empty {
 		return []byte{}, nil
 	}
+	return r.readRecord(name, i, rc)
+}
+
+// readRecord returns a copy of the content of the regular file rc, record
+// i, known as name. The caller holds r.mu.
+func (r *Reader) readRecord(name string, i uint64, rc packformat.Record) ([]byte, error) {
 	if r.version == packformat.Version3 {
 		return r.readFile3(name, rc)
 	}

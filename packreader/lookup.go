@@ -8,7 +8,10 @@ import (
 	"github.com/packfs/packfs/internal/pathwalk"
 )
 
-var _ pathwalk.OpenAtFS = (*Reader)(nil)
+var (
+	_ pathwalk.OpenAtFS     = (*Reader)(nil)
+	_ pathwalk.ReadFileAtFS = (*Reader)(nil)
+)
 
 // dirAt returns the directory a LookupAt handle names: its record index
 // (nil: the root) and record. The caller holds r.mu.
@@ -96,26 +99,52 @@ func (r *Reader) OpenAtIn(room *FileRoom, dir pathwalk.Dir, name, path string) (
 		return nil, err
 	}
 	defer r.runlock("open", path, g, &err)
-	d, dr, err := r.dirAt(dir)
+	ci, cr, err := r.fileAt(dir, name)
 	if err != nil {
 		return nil, pathErr("open", path, err)
-	}
-	ci, cr, ok, err := r.lookup(d, dr, name)
-	switch {
-	case err != nil:
-		return nil, pathErr("open", path, err)
-	case !ok:
-		return nil, pathErr("open", path, syscall.ENOENT)
-	case cr.Type == packformat.TypeDir:
-		return nil, pathErr("open", path, syscall.EISDIR)
-	case cr.Type == packformat.TypeSymlink:
-		return nil, pathErr("open", path, syscall.ELOOP)
-	case cr.Type != packformat.TypeFile:
-		return nil, pathErr("open", path, syscall.EINVAL)
 	}
 	if room == nil {
 		room = new(FileRoom)
 	}
 	room.f = file{r: r, name: path, i: ci, rc: cr}
 	return &room.f, nil
+}
+
+// ReadFileAt returns a copy of the regular file name of dir, as ReadFile
+// would return path's, in one binary search (see pathwalk.ReadFileAtFS).
+// Anything else than a regular file reads nothing.
+func (r *Reader) ReadFileAt(dir pathwalk.Dir, name, path string) (_ []byte, err error) {
+	g, err := r.rlock("open", path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.runlock("open", path, g, &err)
+	ci, cr, err := r.fileAt(dir, name)
+	if err != nil {
+		return nil, pathErr("open", path, err)
+	}
+	return r.readRecord(path, ci, cr)
+}
+
+// fileAt returns the record of name in dir when it is a regular file.
+// The caller holds r.mu.
+func (r *Reader) fileAt(dir pathwalk.Dir, name string) (uint64, packformat.Record, error) {
+	d, dr, err := r.dirAt(dir)
+	if err != nil {
+		return 0, packformat.Record{}, err
+	}
+	ci, cr, ok, err := r.lookup(d, dr, name)
+	switch {
+	case err != nil:
+		return 0, packformat.Record{}, err
+	case !ok:
+		return 0, packformat.Record{}, syscall.ENOENT
+	case cr.Type == packformat.TypeDir:
+		return 0, packformat.Record{}, syscall.EISDIR
+	case cr.Type == packformat.TypeSymlink:
+		return 0, packformat.Record{}, syscall.ELOOP
+	case cr.Type != packformat.TypeFile:
+		return 0, packformat.Record{}, syscall.EINVAL
+	}
+	return ci, cr, nil
 }

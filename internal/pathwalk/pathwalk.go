@@ -237,3 +237,16 @@ type OpenAtFS interface {
 	// file is an error too (EISDIR, ELOOP or EINVAL), and opens nothing.
 	OpenAt(dir Dir, name, path string) (fs.File, error)
 }
+
+// ReadFileAtFS is a LookupFS that also reads a regular file of a
+// directory it found whole, in the same one lookup: a union's ReadFile of
+// a lower file then costs the lookup and the copy, not a lookup to learn
+// that the name is a file and a walk of the whole path to read it.
+type ReadFileAtFS interface {
+	LookupFS
+	// ReadFileAt returns the content of the entry name, one element, of
+	// the directory dir, known as path in errors, without following a
+	// symlink. A missing entry is ENOENT; an entry that is no regular file
+	// is an error too (EISDIR, ELOOP or EINVAL).
+	ReadFileAt(dir Dir, name, path string) ([]byte, error)
+}

@@ -74,6 +74,64 @@ func (f *FS) OpenAt(dir pathwalk.Dir, name, path string) (fs.File, error) {
 	return &file{fsys: f, ino: w.e.ino, name: path}, nil
 }
 
+// ReadFileAt returns a copy of the regular file name, one element, of
+// dir, a directory handle LookupAt returned (nil: the root), as OpenAt
+// would find it (see pathwalk.ReadFileAtFS). Its errors are OpenAt's,
+// bare; path is unused, since the copy cannot fail.
+func (f *FS) ReadFileAt(dir pathwalk.Dir, name, path string) ([]byte, error) {
+	w, err := f.whereIn(f.root.Load(), dir, name)
+	if err == nil && w.e == nil {
+		err = errNotExist
+	}
+	if err != nil {
+		return nil, err
+	}
+	return regularBytes(w.e.state())
+}
+
+// ReadFileAt returns a copy of the regular file name, one element, of
+// dir, a directory handle LookupAt returned (nil: the root), with bare
+// errors as FS.ReadFileAt's.
+func (s *Snapshot) ReadFileAt(dir pathwalk.Dir, name, path string) ([]byte, error) {
+	d, _ := dir.(*entry)
+	if d == nil {
+		d = s.root
+	}
+	if !d.state().isDir() {
+		return nil, errNotDir
+	}
+	if err := checkElem(name); err != nil {
+		return nil, err
+	}
+	child, ok := getKid(nil, d, d.state(), name)
+	if !ok {
+		return nil, errNotExist
+	}
+	return regularBytes(child.state())
+}
+
+// checkElem refuses name where a walk would: an invalid path, ".", more
+// than one element, or an element over the length limit.
+func checkElem(name string) error {
+	if !fs.ValidPath(name) || name == "." || strings.IndexByte(name, '/') >= 0 {
+		return fs.ErrInvalid
+	}
+	return pathwalk.CheckElem(name)
+}
+
+// regularBytes returns a copy of st's content when st is a regular file's.
+func regularBytes(st *state) ([]byte, error) {
+	switch {
+	case st.isDir():
+		return nil, errIsDir
+	case st.isSymlink():
+		return nil, syscall.ELOOP
+	case !st.isRegular():
+		return nil, errInvalid
+	}
+	return st.data.bytes(), nil
+}
+
 // RemoveIn is Remove of the entry name of dir (see OpenFileIn).
 func (f *FS) RemoveIn(dir pathwalk.Dir, name, path string) error {
 	err := f.update(func(root *entry, now int64) error {
@@ -108,10 +166,7 @@ func (f *FS) whereIn(root *entry, dir pathwalk.Dir, name string) (where, error) 
 	if !d.state().isDir() {
 		return where{}, errNotDir
 	}
-	if !fs.ValidPath(name) || name == "." || strings.IndexByte(name, '/') >= 0 {
-		return where{}, fs.ErrInvalid // as a walk refuses an invalid path
-	}
-	if err := pathwalk.CheckElem(name); err != nil {
+	if err := checkElem(name); err != nil {
 		return where{}, err
 	}
 	e, _ := getKid(f, d, d.state(), name)

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/packfs/packfs/internal/pathwalk"
 	"github.com/packfs/packfs/layer/mem"
 )
 
@@ -252,4 +253,63 @@ func TestWriteFileIn(t *testing.T) {
 		t.Fatal(msg)
 	}
 	must(f.Check())
+}
+
+// TestReadFileAt: ReadFileAt of the live layer and of a snapshot returns a
+// copy of a regular file of a directory handle, as ReadFile returns its
+// path's (the live layer's as it is now, the snapshot's as it was), and
+// refuses anything else with OpenAt's bare errors and no allocation for a
+// miss.
+func TestReadFileAt(t *testing.T) {
+	f := mem.New()
+	for _, err := range []error{
+		f.Mkdir("d", 0o755), f.Mkdir("d/sub", 0o755),
+		f.WriteFile("d/f", []byte("data"), 0o644), f.Symlink("f", "d/link"),
+		f.Whiteout("d/gone"), f.WriteFile("top", []byte("root"), 0o644),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := f.Snapshot()
+	if err := f.WriteFile("d/f", []byte("newer"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type readerAt interface {
+		LookupAt(dir pathwalk.Dir, name string) (pathwalk.Entry, error)
+		ReadFileAt(dir pathwalk.Dir, name, path string) ([]byte, error)
+	}
+	for _, c := range []struct {
+		what string
+		fsys readerAt
+		want string
+	}{{"live", f, "newer"}, {"snapshot", snap, "data"}} {
+		d, err := c.fsys.LookupAt(nil, "d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := c.fsys.ReadFileAt(d.Dir, "f", "d/f")
+		if err != nil || string(b) != c.want {
+			t.Errorf("%s: ReadFileAt(d, f) = %q, %v; want %q", c.what, b, err, c.want)
+		}
+		b[0] = 'X' // a copy: the layer's content stays
+		if b, err := c.fsys.ReadFileAt(d.Dir, "f", "d/f"); err != nil || string(b) != c.want {
+			t.Errorf("%s: ReadFileAt after changing a copy = %q, %v", c.what, b, err)
+		}
+		if b, err := c.fsys.ReadFileAt(nil, "top", "top"); err != nil || string(b) != "root" {
+			t.Errorf("%s: ReadFileAt(root, top) = %q, %v", c.what, b, err)
+		}
+		for name, want := range map[string]error{
+			"missing": syscall.ENOENT, "sub": syscall.EISDIR, "link": syscall.ELOOP,
+			"gone": syscall.EINVAL, "f/x": fs.ErrInvalid, ".": fs.ErrInvalid, "": fs.ErrInvalid,
+			strings.Repeat("n", 256): syscall.ENAMETOOLONG,
+		} {
+			if _, err := c.fsys.ReadFileAt(d.Dir, name, "d/"+name); err != want {
+				t.Errorf("%s: ReadFileAt(d, %q) = %v, want the bare %v", c.what, name, err, want)
+			}
+		}
+		if n := testing.AllocsPerRun(100, func() { c.fsys.ReadFileAt(d.Dir, "missing", "d/missing") }); n != 0 {
+			t.Errorf("%s: ReadFileAt of a missing name: %v allocations, want 0", c.what, n)
+		}
+	}
 }

@@ -11,6 +11,9 @@ var (
 	_ pathwalk.OpenAtFS = (*FS)(nil)
 	_ pathwalk.LookupFS = (*FS)(nil)
 	_ pathwalk.LookupFS = (*Snapshot)(nil)
+
+	_ pathwalk.ReadFileAtFS = (*FS)(nil)
+	_ pathwalk.ReadFileAtFS = (*Snapshot)(nil)
 )
 
 // LookupAt looks name up in a directory found by an earlier LookupAt (nil:
