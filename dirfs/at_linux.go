@@ -107,7 +107,14 @@ func (a *atImpl) close() error {
 const oTmpfile = unix.O_TMPFILE &^ unix.O_DIRECTORY
 
 // openat2 opens name beneath the root, retrying EINTR, and EAGAIN up to
-// raceTries times before walking the name (walk).
+// raceTries times before walking the name (walk). An ELOOP is confirmed by
+// the walk too: the kernel counts the symlinks a lookup followed across
+// its restart from RCU mode to reference mode (total_link_count is set
+// once per open, and an RCU lookup through ".." that sees a rename anywhere
+// restarts with -ECHILD), so a chain of 40 links, which Linux follows,
+// fails with ELOOP when a rename elsewhere lands during the lookup. The
+// walk counts the links one lookup follows, and answers a real loop with
+// ELOOP after 40.
 func (a *atImpl) openat2(name string, flags int, mode uint32) (int, error) {
 	how := unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: resolveFlags}
 	// openat2 takes a mode with O_CREAT or O_TMPFILE only (EINVAL
@@ -123,7 +130,7 @@ func (a *atImpl) openat2(name string, flags int, mode uint32) (int, error) {
 		switch {
 		case err == unix.EINTR, err == unix.EAGAIN && i < raceTries && !a.walkAlways:
 			continue
-		case err == unix.EAGAIN:
+		case err == unix.EAGAIN, err == unix.ELOOP:
 			walks.Add(1)
 			fd, err = a.walk(name, &how)
 		}
