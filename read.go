@@ -314,16 +314,22 @@ func (u *FS) ReadFile(name string) ([]byte, error) {
 	if b, ok := u.readFast(name); ok {
 		return b, nil
 	}
-	n, err := u.resolve("open", name, true)
+	var b []byte
+	err := u.mu.settled(func() error {
+		n, err := u.resolve("open", name, true)
+		switch {
+		case err != nil:
+			return err
+		case n.isDir():
+			return layer.PathError("read", name, syscall.EISDIR)
+		}
+		if b, err = fs.ReadFile(u.layers[n.layer], n.path); err != nil {
+			return layer.PathError("read", name, bare(err))
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	if n.isDir() {
-		return nil, layer.PathError("read", name, syscall.EISDIR)
-	}
-	b, err := fs.ReadFile(u.layers[n.layer], n.path)
-	if err != nil {
-		return nil, layer.PathError("read", name, bare(err))
 	}
 	return b, nil
 }

@@ -459,6 +459,9 @@ func (u *FS) fastLower(name string) (int, fs.FileInfo, bool) {
 // one lower layer alone holds, and name's last element, or false when
 // name takes the slow path: the caller looks base up in d's layer.
 func (u *FS) fastDir(name string) (d *lowerDir, base string, ok bool) {
+	if len(name) >= pathwalk.MaxPath {
+		return nil, "", false // ENAMETOOLONG, which the handle's lookup cannot see
+	}
 	slash := strings.LastIndexByte(name, '/')
 	if slash <= 0 {
 		return nil, "", false // the root's entries merge every layer

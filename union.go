@@ -92,6 +92,25 @@ func (l *writeLock) Unlock() {
 	l.Mutex.Unlock()
 }
 
+// settled runs a read that resolves a name and then reaches into the
+// layer the resolution named: without the lock first, and, when that
+// fails other than with ENOENT, once more under the lock, where no writer
+// can change the name between the two steps. A writer that removes or
+// renames the name in between leaves a whiteout (a device) or nothing
+// where the resolution saw a file or a directory, and the read then fails
+// with ENXIO, ENOTDIR or ENOENT: none of them a state the union had. A
+// missing name, the usual failure, costs no lock; a reader that holds the
+// lock changes nothing, so it leaves the generations alone.
+func (l *writeLock) settled(read func() error) error {
+	err := read()
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	l.Mutex.Lock()
+	defer l.Mutex.Unlock()
+	return read()
+}
+
 // watchTable holds the open handles of lower files in buckets chained by
 // the hash of their paths, each with its own lock: a handle costs one hash
 // and one short critical section to open and none to close, and readers

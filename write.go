@@ -1,6 +1,7 @@
 package packfs
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"io/fs"
@@ -30,7 +31,12 @@ func (u *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 		if f, ok := u.openFast(name, flag); ok {
 			return f, nil
 		}
-		return u.openRead(name, flag)
+		var f layer.File
+		err := u.mu.settled(func() (err error) {
+			f, err = u.openRead(name, flag)
+			return err
+		})
+		return f, err
 	}
 	return u.openWrite(name, flag, perm)
 }
@@ -379,7 +385,7 @@ func (u *FS) keepAttrs(p string, info fs.FileInfo) error {
 func (u *FS) copyUp(n *node, data bool) error {
 	var err error
 	if ci, ok := u.upper.(copyInFS); ok && n.parent != nil {
-		err = u.copyIn(ci, n, data)
+		err = u.copyIn(ci, n, data, nil)
 	} else {
 		if err = u.upperDirPath(path.Dir(n.path)); err != nil {
 			return err
@@ -392,8 +398,9 @@ func (u *FS) copyUp(n *node, data bool) error {
 	return err
 }
 
-// copyIn is copyUp through CopyIn.
-func (u *FS) copyIn(ci copyInFS, n *node, data bool) error {
+// copyIn is copyUp through CopyIn. A non-nil content is n's new content,
+// written now, in place of the lower file's (data is then unused).
+func (u *FS) copyIn(ci copyInFS, n *node, data bool, content io.Reader) error {
 	at, chain, err := u.upperChain(ci, n)
 	if err != nil {
 		return err
@@ -407,6 +414,8 @@ func (u *FS) copyIn(ci copyInFS, n *node, data bool) error {
 	}
 	last := &copies[len(copies)-1]
 	switch mode := n.info.Mode(); {
+	case content != nil:
+		last.Data, last.ModTime = content, time.Time{} // written now
 	case mode&fs.ModeSymlink != 0:
 		target, err := u.readLink(n)
 		if err != nil {
@@ -561,6 +570,13 @@ func (u *FS) writeFile(name string, data []byte, perm fs.FileMode) error {
 		err = syscall.EISDIR // Linux's rule for O_CREAT and a trailing slash
 	}
 	if err == nil {
+		var done bool
+		if done, err = u.writeOver(dir, n, data, perm); done {
+			if err != nil {
+				return layer.PathError("open", name, bare(err))
+			}
+			return nil
+		}
 		_, err = u.prepareOpen(dir, n, flag, perm)
 	}
 	if err != nil {
@@ -579,6 +595,36 @@ func (u *FS) writeFile(name string, data []byte, perm fs.FileMode) error {
 		return layer.PathError("open", name, bare(err))
 	}
 	return nil
+}
+
+// writeOver is writeFile's step for a name that needs the upper layer to
+// change more than the file: a regular file of a lower layer, copied up
+// with data as its content, or a name over the upper layer's whiteout,
+// created with data. Each is one step of the upper layer (CopyIn,
+// CreateOver), so that no reader sees the copy or the new file empty
+// before data is in it, as prepareOpen's copy-up and create followed by
+// the write let them. It reports false, having done nothing, for any
+// other name or an upper layer that cannot.
+func (u *FS) writeOver(dir, n *node, data []byte, perm fs.FileMode) (bool, error) {
+	if !n.exists() {
+		if !n.upperWhiteout {
+			return false, nil
+		}
+		if err := layer.CheckElem(path.Base(n.path)); err != nil {
+			return true, err
+		}
+		mode := perm & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+		return u.createOver(dir, n, []mem.Copy{{Name: path.Base(n.path), Mode: mode, Data: bytes.NewReader(data)}})
+	}
+	ci, ok := u.upper.(copyInFS)
+	if !ok || n.layer == 0 || n.parent == nil || !n.info.Mode().IsRegular() {
+		return false, nil
+	}
+	if err := u.copyIn(ci, n, false, bytes.NewReader(data)); err != nil {
+		return true, err
+	}
+	u.moveHandles(n)
+	return true, nil
 }
 
 // Mkdir creates the directory name. Made where a lower layer's entry was
