@@ -248,12 +248,15 @@ func (r *Reader) fillGroup(g uint64) error {
 	}
 }
 
-// markChecked sets block b's bit, and allChecked once every block's bit is
-// set.
+// markChecked sets block b's bit, allChecked once every block's bit is
+// set, and keysChecked once every key block's is.
 func (r *Reader) markChecked(b uint64) {
 	if old := r.checked[b/64].Or(1 << (b % 64)); old&(1<<(b%64)) == 0 {
 		if r.nChecked.Add(1) == uint64(len(r.table))/packformat.CRCSize {
 			r.allChecked.Store(true)
+		}
+		if b >= r.keyBase && b < r.strBase && r.nKeysChecked.Add(1) == r.strBase-r.keyBase {
+			r.keysChecked.Store(true)
 		}
 	}
 }

@@ -191,26 +191,19 @@ func compareName(b []byte, s string) int {
 // confirmed there. The blocks read are checked first (one load each once
 // checked).
 func (r *Reader) lookup(d uint64, dr packformat.Record, name string) (uint64, packformat.Record, bool, error) {
-	const keysPerBlock = packformat.BlockSize / packformat.KeySize
 	lo, hi := dr.Off, dr.Off+dr.Size // rec bounded these by r.count
 	keys, key := r.keys, packformat.Key(name)
-	all := r.allChecked.Load()
+	all := r.keysChecked.Load() || r.allChecked.Load()
 	for lo < hi {
 		m := lo + (hi-lo)/2
-		byName := false
-		if kb := r.keyBase + m/keysPerBlock; !all && !r.isChecked(kb) {
-			// A pack read through an io.ReaderAt compares names already
-			// in memory rather than fetch keys, which only steer.
-			byName = r.lazy && !r.keyResident(m) && r.nameResident(m)
-			if !byName {
-				if err := r.checkBlockSlow(kb); err != nil {
-					return 0, packformat.Record{}, false, err
-				}
-			}
-		}
-		c := 0
-		if !byName {
+		var c int // 0: the names decide
+		if all {
 			c = cmp.Compare(binary.BigEndian.Uint64(keys[m*packformat.KeySize:m*packformat.KeySize+packformat.KeySize]), key)
+		} else {
+			var err error
+			if c, err = r.compareKey(m, key); err != nil {
+				return 0, packformat.Record{}, false, err
+			}
 		}
 		if c == 0 {
 			nb, err := r.nameAt(m)
@@ -236,6 +229,26 @@ func (r *Reader) lookup(d uint64, dr packformat.Record, name string) (uint64, pa
 		}
 	}
 	return 0, packformat.Record{}, false, nil
+}
+
+// compareKey compares entry m's key with key for lookup, checking its
+// block first; 0 lets the names decide. A pack read through an
+// io.ReaderAt compares names already in memory rather than fetch keys,
+// which only steer. Kept out of lookup's loop, which runs without it once
+// every key block is checked (keysChecked): with the checks inline, the
+// loop took about 260 instructions more per random small-file read of a
+// format-3 pack (cachegrind: 379 against 275 M for 400,000 reads).
+func (r *Reader) compareKey(m, key uint64) (int, error) {
+	const keysPerBlock = packformat.BlockSize / packformat.KeySize
+	if kb := r.keyBase + m/keysPerBlock; !r.isChecked(kb) {
+		if r.lazy && !r.keyResident(m) && r.nameResident(m) {
+			return 0, nil
+		}
+		if err := r.checkBlockSlow(kb); err != nil {
+			return 0, err
+		}
+	}
+	return cmp.Compare(binary.BigEndian.Uint64(r.keys[m*packformat.KeySize:m*packformat.KeySize+packformat.KeySize]), key), nil
 }
 
 // target returns the symlink target of rc, which rec has bounded.

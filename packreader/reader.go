@@ -69,6 +69,13 @@ type Reader struct {
 	checked    []atomic.Uint64
 	nChecked   atomic.Uint64
 	allChecked atomic.Bool
+	// keysChecked is set once every block of the key table is checked
+	// (nKeysChecked counts them): a lookup's binary search then checks
+	// no block per probe (see compareKey). Format 3's attribute and frame
+	// tables, which ReadFile of a small file never reads whole, would
+	// keep allChecked unset for good.
+	nKeysChecked atomic.Uint64
+	keysChecked  atomic.Bool
 	// lazy says the tables are read on first touch into meta, the
 	// bytes from the index to the footer (see ensureBlock): filled has
 	// bit g set once group g of meta is present; filling holds the
