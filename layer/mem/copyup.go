@@ -87,12 +87,15 @@ func (f *FS) copyIn(op, dir string, chain []Copy, over bool) error {
 			}
 		}
 		// Build the chain unlinked, bottom up, then link its top.
-		var below *entry
+		var below, last *entry
 		for i := len(chain) - 1; i >= 0; i-- {
 			if chain[i].ModTime.IsZero() {
 				states[i].mtime = now
 			}
 			e := f.create(*states[i])
+			if last == nil {
+				last = e
+			}
 			if below != nil {
 				name := strings.Clone(chain[i+1].Name)
 				below.ino.parent.Store(e.ino)
@@ -113,6 +116,17 @@ func (f *FS) copyIn(op, dir string, chain []Copy, over bool) error {
 		}
 		f.set(d.ino, ds)
 		f.note(layer.OpCreate, below.ino)
+		if last != below {
+			// The chain's end is what a union copied up a chain for (a
+			// file it writes, chmods, renames): a watcher that forgets
+			// what it knew of the top's name only (a FUSE mount's cache
+			// of a directory's entry) must hear of it by its own name.
+			op := layer.OpCreate
+			if last.state().isRegular() {
+				op |= layer.OpWrite
+			}
+			f.note(op, last.ino)
+		}
 		return nil
 	})
 	if err != nil {
