@@ -498,7 +498,7 @@ func TestProbeReadFileAtRacingWriters(t *testing.T) {
 		// the states before and after it. Nothing: a WriteFile over a
 		// lower file or a whiteout publishes the file with its content in
 		// one step, and a read that a removal or rename raced is read
-		// again under the writers' lock (the empty file, ENXIO and
+		// again once the writer is done (the empty file, ENXIO and
 		// ENOTDIR this probe first saw).
 		shows map[string]bool
 		what  string

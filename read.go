@@ -314,24 +314,25 @@ func (u *FS) ReadFile(name string) ([]byte, error) {
 	if b, ok := u.readFast(name); ok {
 		return b, nil
 	}
-	var b []byte
-	err := u.mu.settled(func() error {
+	for try := 1; ; try++ {
+		seq := u.mu.seq.Load()
 		n, err := u.resolve("open", name, true)
 		switch {
 		case err != nil:
-			return err
+			return nil, err
 		case n.isDir():
-			return layer.PathError("read", name, syscall.EISDIR)
+			return nil, layer.PathError("read", name, syscall.EISDIR)
 		}
-		if b, err = fs.ReadFile(u.layers[n.layer], n.path); err != nil {
-			return layer.PathError("read", name, bare(err))
+		b, err := fs.ReadFile(u.layers[n.layer], n.path)
+		switch {
+		case err == nil:
+			return b, nil
+		case try < rereads && u.mu.raced(seq):
+			u.mu.wait()
+			continue
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		return nil, layer.PathError("read", name, bare(err))
 	}
-	return b, nil
 }
 
 // ReadDir returns the merged entries of the directory name, sorted by

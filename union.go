@@ -78,7 +78,8 @@ type writeLock struct {
 	sync.Mutex
 	gen      atomic.Uint64
 	dirGen   atomic.Uint64
-	keepDirs bool // guarded by the Mutex
+	seq      atomic.Uint64 // odd while a writer holds the lock (see raced)
+	keepDirs bool          // guarded by the Mutex
 }
 
 // Unlock moves the generations on and unlocks: readers that load them
@@ -89,27 +90,38 @@ func (l *writeLock) Unlock() {
 		l.dirGen.Add(1)
 	}
 	l.keepDirs = false
+	l.seq.Add(1)
 	l.Mutex.Unlock()
 }
 
-// settled runs a read that resolves a name and then reaches into the
-// layer the resolution named: without the lock first, and, when that
-// fails other than with ENOENT, once more under the lock, where no writer
-// can change the name between the two steps. A writer that removes or
-// renames the name in between leaves a whiteout (a device) or nothing
-// where the resolution saw a file or a directory, and the read then fails
-// with ENXIO, ENOTDIR or ENOENT: none of them a state the union had. A
-// missing name, the usual failure, costs no lock; a reader that holds the
-// lock changes nothing, so it leaves the generations alone.
-func (l *writeLock) settled(read func() error) error {
-	err := read()
-	if err == nil || errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
+// Lock takes the lock for a writer and makes seq odd until Unlock.
+func (l *writeLock) Lock() {
 	l.Mutex.Lock()
-	defer l.Mutex.Unlock()
-	return read()
+	l.seq.Add(1)
 }
+
+// raced reports whether a writer held the lock at any moment since seq
+// read s: a read that resolved a name and then reached into the layer the
+// resolution named may have met the writer's change in between. A Remove,
+// RemoveAll or Rename leaves a whiteout (a device) or nothing where the
+// resolution saw a file or a directory, and the read then fails with
+// ENXIO or ENOTDIR, a state the union never had: such a read waits for
+// the writer (see wait) and is made again. A read that fails with no
+// writer beside it fails for good, at once.
+func (l *writeLock) raced(s uint64) bool { return s&1 != 0 || l.seq.Load() != s }
+
+// wait returns once the writer holding the lock, if any, let it go. It
+// holds the lock for no time and changes nothing, so it leaves the
+// generations alone.
+func (l *writeLock) wait() {
+	l.Mutex.Lock()
+	//lint:ignore SA2001 an empty critical section: waiting is the point
+	l.Mutex.Unlock()
+}
+
+// rereads bounds the reads of a name that writers raced (see raced): a
+// reader raced by writer after writer fails with the last one's error.
+const rereads = 3
 
 // watchTable holds the open handles of lower files in buckets chained by
 // the hash of their paths, each with its own lock: a handle costs one hash

@@ -31,20 +31,25 @@ func (u *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 		if f, ok := u.openFast(name, flag); ok {
 			return f, nil
 		}
-		var f layer.File
-		err := u.mu.settled(func() (err error) {
-			f, err = u.openRead(name, flag)
-			return err
-		})
-		return f, err
+		return u.openRead(name, flag)
 	}
 	return u.openWrite(name, flag, perm)
 }
 
 // openRead is OpenFile for reading, on the slow path.
 func (u *FS) openRead(name string, flag int) (layer.File, error) {
-	for {
-		seen := u.copyUps.Load()
+	for try := 1; ; try++ {
+		seen, seq := u.copyUps.Load(), u.mu.seq.Load()
+		// raced is whether the open of the file the walk found failed
+		// because a writer changed the union in between (see
+		// writeLock.raced): then it is made again.
+		raced := func() bool {
+			if try < rereads && u.mu.raced(seq) {
+				u.mu.wait()
+				return true
+			}
+			return false
+		}
 		_, n, err := u.walk(name, flag&syscall.O_NOFOLLOW == 0)
 		switch {
 		case err != nil:
@@ -62,6 +67,9 @@ func (u *FS) openRead(name string, flag int) (layer.File, error) {
 		if n.layer == 0 && u.upper != nil {
 			f, err := u.upper.OpenFile(n.path, flag, 0)
 			if err != nil {
+				if raced() {
+					continue
+				}
 				return nil, layer.PathError("open", name, bare(err))
 			}
 			if n.isDir() {
@@ -75,6 +83,9 @@ func (u *FS) openRead(name string, flag int) (layer.File, error) {
 		// what O_APPEND says about WriteAt.
 		lf, err := u.openLower(n.layer, n.path, name, flag)
 		if err != nil {
+			if raced() {
+				continue
+			}
 			return nil, layer.PathError("open", name, bare(err))
 		}
 		if u.upper == nil || lf.watch(u, n.layer, seen) {
