@@ -51,7 +51,11 @@
 //
 // Any number of goroutines may use one FS. Reads take no lock: they go
 // straight to the layers; writes serialize on one mutex, since a copy-up
-// takes several steps of the upper layer. A read of a name in a
+// takes several steps of the upper layer. A read that resolves a name
+// and then fails to read what it found, while a writer held the mutex
+// in between (a removal or rename that left a whiteout there), waits for
+// that writer and reads again, so that it never reports a state the
+// union did not have; no other read waits. A read of a name in a
 // directory that one lower layer alone holds asks that layer only; a read
 // in any other directory (the root, one that merges layers) looks the
 // last element up in the layers' handles on its directory, which the

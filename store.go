@@ -101,7 +101,8 @@ var ErrCorrupt = errors.New("packfs: corrupt store")
 // drops the log it covers.
 //
 // A Store has the methods of a writable layer, and is safe for concurrent
-// use: changes are serialized, reads never wait for them.
+// use: changes are serialized, and reads do not wait for them (but for a
+// read that a change raced and must make again, see FS).
 type Store struct {
 	dir   vfs.FS
 	opts  Options
