@@ -101,13 +101,14 @@ func (l *writeLock) Lock() {
 }
 
 // raced reports whether a writer held the lock at any moment since seq
-// read s: a read that resolved a name and then reached into the layer the
-// resolution named may have met the writer's change in between. A Remove,
-// RemoveAll or Rename leaves a whiteout (a device) or nothing where the
-// resolution saw a file or a directory, and the read then fails with
-// ENXIO or ENOTDIR, a state the union never had: such a read waits for
-// the writer (see wait) and is made again. A read that fails with no
-// writer beside it fails for good, at once.
+// read s: a read that resolved a name and then reached into the upper
+// layer's file the resolution named may have met the writer's change in
+// between. A Remove, RemoveAll or Rename leaves a whiteout (a device) or
+// nothing where the resolution saw a file or a directory, and the read
+// then fails with ENXIO or ENOTDIR, a state the union never had: such a
+// read waits for the writer (see wait) and is made again. A read that
+// fails with no writer beside it, or in a lower layer, which no writer
+// changes, fails for good, at once.
 func (l *writeLock) raced(s uint64) bool { return s&1 != 0 || l.seq.Load() != s }
 
 // wait returns once the writer holding the lock, if any, let it go. It
@@ -119,8 +120,11 @@ func (l *writeLock) wait() {
 	l.Mutex.Unlock()
 }
 
-// rereads bounds the reads of a name that writers raced (see raced): a
-// reader raced by writer after writer fails with the last one's error.
+// rereads bounds the tries of a read that writers raced (see raced): the
+// last holds the lock from the resolution to the upper layer's read, so
+// that a reader raced by writer after writer still reads a state the
+// union had. The upper layer is read under it only (memory, for the
+// store and the usual union); a lower layer, which may be slow, never.
 const rereads = 3
 
 // watchTable holds the open handles of lower files in buckets chained by

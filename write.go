@@ -38,18 +38,23 @@ func (u *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 
 // openRead is OpenFile for reading, on the slow path.
 func (u *FS) openRead(name string, flag int) (layer.File, error) {
+	lockNext := false
 	for try := 1; ; try++ {
-		seen, seq := u.copyUps.Load(), u.mu.seq.Load()
-		// raced is whether the open of the file the walk found failed
-		// because a writer changed the union in between (see
-		// writeLock.raced): then it is made again.
-		raced := func() bool {
-			if try < rereads && u.mu.raced(seq) {
-				u.mu.wait()
-				return true
-			}
-			return false
+		// The last try of a name whose upper-layer file writers took
+		// away at every try walks and opens it under the writers' lock
+		// (see writeLock.raced); it lets go before a lower layer's open,
+		// which may be slow and which no writer can disturb.
+		locked := lockNext
+		if locked {
+			u.mu.Mutex.Lock()
 		}
+		unlock := func() {
+			if locked {
+				locked = false
+				u.mu.Mutex.Unlock()
+			}
+		}
+		seen, seq := u.copyUps.Load(), u.mu.seq.Load()
 		_, n, err := u.walk(name, flag&syscall.O_NOFOLLOW == 0)
 		switch {
 		case err != nil:
@@ -59,15 +64,23 @@ func (u *FS) openRead(name string, flag int) (layer.File, error) {
 			err = syscall.ELOOP // O_NOFOLLOW, as open(2) gives
 		}
 		if err != nil {
+			unlock()
 			return nil, layer.PathError("open", name, bare(err))
 		}
 		if n.isDir() && (n.layer != 0 || len(n.dirs) > 1 || u.upper == nil || u.mounts.Load() != nil) {
+			unlock()
 			return u.openDir(&dir{u: u, n: n, path: n.path, name: name, appending: flag&os.O_APPEND != 0}), nil
 		}
 		if n.layer == 0 && u.upper != nil {
 			f, err := u.upper.OpenFile(n.path, flag, 0)
+			wasLocked := locked
+			unlock()
 			if err != nil {
-				if raced() {
+				if !wasLocked && u.mu.raced(seq) {
+					// A writer changed the upper layer between the
+					// walk and the open: wait for it, and try again.
+					u.mu.wait()
+					lockNext = try+1 >= rereads
 					continue
 				}
 				return nil, layer.PathError("open", name, bare(err))
@@ -79,13 +92,12 @@ func (u *FS) openRead(name string, flag int) (layer.File, error) {
 			}
 			return wrap(f, name, n.path), nil
 		}
+		unlock()
 		// A lower (or a snapshot's top) is read-only: open it so, and keep
-		// what O_APPEND says about WriteAt.
+		// what O_APPEND says about WriteAt. No writer changes it, so its
+		// failure is its own.
 		lf, err := u.openLower(n.layer, n.path, name, flag)
 		if err != nil {
-			if raced() {
-				continue
-			}
 			return nil, layer.PathError("open", name, bare(err))
 		}
 		if u.upper == nil || lf.watch(u, n.layer, seen) {
