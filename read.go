@@ -314,44 +314,26 @@ func (u *FS) ReadFile(name string) ([]byte, error) {
 	if b, ok := u.readFast(name); ok {
 		return b, nil
 	}
-	lockNext := false
-	for try := 1; ; try++ {
-		// As openRead: the last try of a name whose upper-layer file
-		// writers took away at every try reads it under the writers'
-		// lock, and a lower layer's file is read without it.
-		locked := lockNext
-		if locked {
-			u.mu.Mutex.Lock()
-		}
-		seq := u.mu.seq.Load()
+	tries := racedReads{l: &u.mu}
+	for {
+		tries.start()
 		n, err := u.resolve("open", name, true)
-		switch {
-		case err == nil && n.isDir():
+		if err == nil && n.isDir() {
 			err = layer.PathError("read", name, syscall.EISDIR)
-		case err == nil && n.layer != 0 && locked:
-			u.mu.Mutex.Unlock()
-			locked = false
+		}
+		if err != nil || n.layer != 0 {
+			tries.release() // no writer changes a lower layer
 		}
 		if err != nil {
-			if locked {
-				u.mu.Mutex.Unlock()
-			}
 			return nil, err
 		}
 		b, err := fs.ReadFile(u.layers[n.layer], n.path)
-		if locked {
-			u.mu.Mutex.Unlock()
-		}
+		tries.release()
 		switch {
 		case err == nil:
 			return b, nil
-		case n.layer == 0 && !locked && !lockNext && u.mu.raced(seq):
-			// A writer changed the upper layer between the resolution
-			// and the read: wait for it, and try again. No writer
-			// changes a lower layer: its failure is its own.
-			u.mu.wait()
-			lockNext = try+1 >= rereads
-			continue
+		case n.layer == 0 && tries.again():
+			continue // a writer changed the upper layer in between
 		}
 		return nil, layer.PathError("read", name, bare(err))
 	}

@@ -127,6 +127,46 @@ func (l *writeLock) wait() {
 // store and the usual union); a lower layer, which may be slow, never.
 const rereads = 3
 
+// racedReads schedules the tries of a slow-path read (ReadFile, openRead)
+// that resolves a name and then reads the file the resolution named.
+type racedReads struct {
+	l      *writeLock
+	waited int    // the tries that writers raced so far
+	locked bool   // this try holds the lock
+	seq    uint64 // l.seq when this try began
+}
+
+// start begins a try: under the lock when the tries before it were all
+// raced (see rereads).
+func (r *racedReads) start() {
+	if r.waited == rereads-1 {
+		r.l.Mutex.Lock()
+		r.locked = true
+	}
+	r.seq = r.l.seq.Load()
+}
+
+// release lets the lock go if this try holds it: before a lower layer's
+// read, and once the upper layer's is done.
+func (r *racedReads) release() {
+	if r.locked {
+		r.locked = false
+		r.l.Mutex.Unlock()
+	}
+}
+
+// again reports, after this try's read of the upper layer failed and
+// release, whether to try again: a writer raced it, and it was not the
+// last try. It waits for that writer first.
+func (r *racedReads) again() bool {
+	if r.waited == rereads-1 || !r.l.raced(r.seq) {
+		return false
+	}
+	r.waited++
+	r.l.wait()
+	return true
+}
+
 // watchTable holds the open handles of lower files in buckets chained by
 // the hash of their paths, each with its own lock: a handle costs one hash
 // and one short critical section to open and none to close, and readers

@@ -38,23 +38,13 @@ func (u *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 
 // openRead is OpenFile for reading, on the slow path.
 func (u *FS) openRead(name string, flag int) (layer.File, error) {
-	lockNext := false
-	for try := 1; ; try++ {
-		// The last try of a name whose upper-layer file writers took
-		// away at every try walks and opens it under the writers' lock
-		// (see writeLock.raced); it lets go before a lower layer's open,
-		// which may be slow and which no writer can disturb.
-		locked := lockNext
-		if locked {
-			u.mu.Mutex.Lock()
-		}
-		unlock := func() {
-			if locked {
-				locked = false
-				u.mu.Mutex.Unlock()
-			}
-		}
-		seen, seq := u.copyUps.Load(), u.mu.seq.Load()
+	// A try that a writer raced between the walk and the upper layer's
+	// open is made again (see racedReads); a lower layer's open, which
+	// no writer disturbs, is made without the lock.
+	tries := racedReads{l: &u.mu}
+	for {
+		tries.start()
+		seen := u.copyUps.Load()
 		_, n, err := u.walk(name, flag&syscall.O_NOFOLLOW == 0)
 		switch {
 		case err != nil:
@@ -64,23 +54,18 @@ func (u *FS) openRead(name string, flag int) (layer.File, error) {
 			err = syscall.ELOOP // O_NOFOLLOW, as open(2) gives
 		}
 		if err != nil {
-			unlock()
+			tries.release()
 			return nil, layer.PathError("open", name, bare(err))
 		}
 		if n.isDir() && (n.layer != 0 || len(n.dirs) > 1 || u.upper == nil || u.mounts.Load() != nil) {
-			unlock()
+			tries.release()
 			return u.openDir(&dir{u: u, n: n, path: n.path, name: name, appending: flag&os.O_APPEND != 0}), nil
 		}
 		if n.layer == 0 && u.upper != nil {
 			f, err := u.upper.OpenFile(n.path, flag, 0)
-			wasLocked := locked
-			unlock()
+			tries.release()
 			if err != nil {
-				if !wasLocked && u.mu.raced(seq) {
-					// A writer changed the upper layer between the
-					// walk and the open: wait for it, and try again.
-					u.mu.wait()
-					lockNext = try+1 >= rereads
+				if tries.again() {
 					continue
 				}
 				return nil, layer.PathError("open", name, bare(err))
@@ -92,7 +77,7 @@ func (u *FS) openRead(name string, flag int) (layer.File, error) {
 			}
 			return wrap(f, name, n.path), nil
 		}
-		unlock()
+		tries.release()
 		// A lower (or a snapshot's top) is read-only: open it so, and keep
 		// what O_APPEND says about WriteAt. No writer changes it, so its
 		// failure is its own.
