@@ -210,7 +210,7 @@ func (s *Store) checkpoint(flatten bool) error {
 	}
 	s.hmu.Lock()
 	var open int64
-	for h := range s.handles {
+	for h := range s.handles.all() {
 		open += h.moveTo(u)
 	}
 	u.shareFrom = nil

@@ -131,7 +131,7 @@ type Store struct {
 	// right; opening for reading takes only it, never wmu. Lock order:
 	// wmu, then hmu.
 	hmu     sync.Mutex
-	handles map[*storeFile]struct{}
+	handles handleList
 	tail    [][]byte // changes logged while a checkpoint runs; nil: none runs
 	closing bool     // Close has begun: no new background checkpoint
 	closed  bool
@@ -221,7 +221,7 @@ var _ layer.FS = (*Store)(nil)
 // have a directory open for writing; a second Open fails with an error
 // wrapping vfs.ErrLocked. opts may be nil.
 func Open(dir string, opts *Options) (*Store, error) {
-	s := &Store{handles: map[*storeFile]struct{}{}, gatherWake: make(chan struct{}, 1)}
+	s := &Store{gatherWake: make(chan struct{}, 1)}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -856,7 +856,7 @@ func (s *Store) applyLive(o op) error {
 	s.hmu.Lock()
 	defer s.hmu.Unlock()
 	track := false
-	if len(s.handles) > 0 {
+	if s.handles.len() > 0 {
 		switch o.kind {
 		case opRename:
 			if track = s.handleHas(o.path) || s.handleHas(o.path2); track {
@@ -872,7 +872,7 @@ func (s *Store) applyLive(o op) error {
 		return err
 	}
 	if track {
-		for h := range s.handles {
+		for h := range s.handles.all() {
 			h.path = nameAfter(h.path, o.kind, from, to)
 		}
 	}
@@ -885,7 +885,7 @@ func (s *Store) applyLive(o op) error {
 // can change none resolves nothing. s.hmu is held.
 func (s *Store) handleHas(name string) bool {
 	b := path.Base(name)
-	for h := range s.handles {
+	for h := range s.handles.all() {
 		if hasElem(h.path, b) {
 			return true
 		}

@@ -141,7 +141,7 @@ func (s *Store) fallBack(pre undoPoint) {
 	}
 	s.hmu.Lock()
 	defer s.hmu.Unlock()
-	for h := range s.handles {
+	for h := range s.handles.all() {
 		if h.path == "" {
 			continue
 		}

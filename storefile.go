@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"iter"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -34,9 +35,78 @@ type storeFile struct {
 	// listed: a directory that has begun its listing, which it keeps
 	// wherever the store moves (a move opens the directory again).
 	listed atomic.Bool
+	// prev and next thread the store's open files (see handleList);
+	// inList says whether the file is on it. Guarded by s.hmu.
+	prev, next *storeFile
+	inList     bool
 }
 
 type fileRef struct{ layer.File }
+
+// newStoreFile returns a handle of s on f, which the union opened as
+// name, added to s's open files. The handle and its first reference to
+// f come in one allocation: most handles never move.
+func newStoreFile(s *Store, name string, flag int, f layer.File) *storeFile {
+	n := &struct {
+		h   storeFile
+		ref fileRef
+	}{h: storeFile{s: s, name: name, flag: flag, path: ownPath(f, name)}, ref: fileRef{f}}
+	h := &n.h
+	h.f.Store(&n.ref)
+	s.hmu.Lock()
+	s.handles.add(h)
+	s.hmu.Unlock()
+	return h
+}
+
+// handleList is a store's open files, a list threaded through them: an
+// open and a close cost a few pointer stores under s.hmu and no
+// allocation, where a map's insert and delete cost as much as the rest
+// of a small file's open and read. Its order means nothing.
+type handleList struct {
+	head *storeFile
+	n    int
+}
+
+func (l *handleList) add(h *storeFile) {
+	h.prev, h.next, h.inList = nil, l.head, true
+	if l.head != nil {
+		l.head.prev = h
+	}
+	l.head = h
+	l.n++
+}
+
+// remove takes h off the list; a file closed twice is taken off once.
+func (l *handleList) remove(h *storeFile) {
+	if !h.inList {
+		return
+	}
+	if h.prev != nil {
+		h.prev.next = h.next
+	} else {
+		l.head = h.next
+	}
+	if h.next != nil {
+		h.next.prev = h.prev
+	}
+	h.prev, h.next, h.inList = nil, nil, false
+	l.n--
+}
+
+func (l *handleList) len() int { return l.n }
+
+// all yields every open file; the caller holds s.hmu and neither adds
+// nor removes files meanwhile.
+func (l *handleList) all() iter.Seq[*storeFile] {
+	return func(yield func(*storeFile) bool) {
+		for h := l.head; h != nil; h = h.next {
+			if !yield(h) {
+				return
+			}
+		}
+	}
+}
 
 const noFollow = syscall.O_NOFOLLOW
 
@@ -68,12 +138,7 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 		if err != nil {
 			return nil, err
 		}
-		h := &storeFile{s: s, name: name, flag: flag, path: ownPath(f, name)}
-		h.f.Store(&fileRef{f})
-		s.hmu.Lock()
-		s.handles[h] = struct{}{}
-		s.hmu.Unlock()
-		return h, nil
+		return newStoreFile(s, name, flag, f), nil
 	}
 	if err := s.lockChange("open", name); err != nil {
 		return nil, err
@@ -95,11 +160,7 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 		s.wmu.Unlock()
 		return nil, err
 	}
-	h := &storeFile{s: s, name: name, flag: flag, path: ownPath(f, name)}
-	h.f.Store(&fileRef{f})
-	s.hmu.Lock()
-	s.handles[h] = struct{}{}
-	s.hmu.Unlock()
+	h := newStoreFile(s, name, flag, f)
 	var lsn wal.LSN
 	if logged {
 		lsn, err = s.logOp(&o, pre)
@@ -397,7 +458,7 @@ func (h *storeFile) Sync() error {
 
 func (h *storeFile) Close() error {
 	h.s.hmu.Lock()
-	delete(h.s.handles, h)
+	h.s.handles.remove(h)
 	h.s.hmu.Unlock()
 	return h.file().Close()
 }

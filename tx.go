@@ -168,7 +168,7 @@ func (s *Store) undo(tx *Tx, snap *FS) {
 	for h, p := range tx.names {
 		h.path = p
 	}
-	for h := range s.handles {
+	for h := range s.handles.all() {
 		h.moveTo(u)
 	}
 	s.live.Store(u)
@@ -190,7 +190,7 @@ func (tx *Tx) change(o op, opName string) error {
 	switch o.kind {
 	case opRename, opRemove, opRemoveAll:
 		s.hmu.Lock()
-		for h := range s.handles {
+		for h := range s.handles.all() {
 			if _, ok := tx.names[h]; !ok {
 				if tx.names == nil {
 					tx.names = map[*storeFile]string{}
