@@ -61,6 +61,11 @@ func named(fi fs.FileInfo, name string) fs.FileInfo {
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		base = name[i+1:]
 	}
+	return asBase(fi, base)
+}
+
+// asBase returns fi under the name base, one element.
+func asBase(fi fs.FileInfo, base string) fs.FileInfo {
 	if base == fi.Name() {
 		return fi
 	}
@@ -90,11 +95,11 @@ func (r renamed) Name() string { return r.name }
 
 // statFast is Stat (follow) or Lstat on the fast paths.
 func (u *FS) statFast(name string, follow bool) (fs.FileInfo, bool) {
-	if _, fi, ok := u.fastLower(name); ok {
-		return named(fi, name), true // a regular file: follow or not
+	if _, fi, base, ok := u.fastLower(name); ok {
+		return asBase(fi, base), true // a regular file: follow or not
 	}
-	if _, fi, ok := u.peek(name); ok {
-		return named(fi, name), true
+	if _, fi, base, ok := u.peek(name); ok {
+		return asBase(fi, base), true
 	}
 	stat := fs.Lstat
 	if follow {
@@ -119,7 +124,7 @@ func (u *FS) readFast(name string) ([]byte, bool) {
 			return b, err == nil
 		}
 	}
-	if i, _, ok := u.peek(name); ok {
+	if i, _, _, ok := u.peek(name); ok {
 		b, err := fs.ReadFile(u.layers[i], name)
 		return b, err == nil
 	}

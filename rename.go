@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/packfs/packfs/internal/pathwalk"
 	"github.com/packfs/packfs/layer"
 )
 
@@ -18,7 +19,7 @@ func (u *FS) Rename(oldname, newname string) error {
 	if _, err := u.writable("rename", oldname); err != nil {
 		return layer.LinkError("rename", oldname, newname, errReadOnly)
 	}
-	if !fs.ValidPath(oldname) || !fs.ValidPath(newname) {
+	if !pathwalk.ValidPath(oldname) || !pathwalk.ValidPath(newname) {
 		return layer.LinkError("rename", oldname, newname, fs.ErrInvalid)
 	}
 	om, orest, oin := u.mounted(oldname)

@@ -247,7 +247,7 @@ func (u *FS) walk(name string, follow bool) (dir, n *node, err error) {
 // walkOpen is walk for open, where create says O_CREAT is set (see
 // walkTo).
 func (u *FS) walkOpen(name string, follow, create bool) (dir, n *node, err error) {
-	if !fs.ValidPath(name) {
+	if !pathwalk.ValidPath(name) {
 		return nil, nil, fs.ErrInvalid
 	}
 	root, err := u.root()
@@ -444,15 +444,16 @@ func (u *FS) fileIn(d *lowerDir, name, base string) (fs.FileInfo, bool) {
 	return fi, err == nil && fi.Mode().IsRegular()
 }
 
-// fastLower returns the layer that answers for name on the fast path, and
-// name's description there, or false when name takes the slow path.
-func (u *FS) fastLower(name string) (int, fs.FileInfo, bool) {
+// fastLower returns the layer that answers for name on the fast path,
+// name's description there and its last element, or false when name
+// takes the slow path.
+func (u *FS) fastLower(name string) (int, fs.FileInfo, string, bool) {
 	d, base, ok := u.fastDir(name)
 	if !ok {
-		return 0, nil, false
+		return 0, nil, "", false
 	}
 	fi, ok := u.fileIn(d, name, base)
-	return d.layer, fi, ok
+	return d.layer, fi, base, ok
 }
 
 // fastDir returns what the fast path learned of name's directory, which
@@ -551,7 +552,7 @@ func (u *FS) learnDir(dir, top string) *lowerDir {
 	if err != nil {
 		return nil
 	}
-	if !fs.ValidPath(dir) {
+	if !pathwalk.ValidPath(dir) {
 		return nil
 	}
 	lowers := *root
@@ -738,12 +739,13 @@ func (u *FS) rmdirKeeps(n *node) bool {
 }
 
 // peek returns, for a read of name, the layer whose regular file name is
-// in the union, with its description, found through the directory cache;
-// false sends the caller to the other paths, which give every error.
-func (u *FS) peek(name string) (int, fs.FileInfo, bool) {
+// in the union, with its description and name's last element, found
+// through the directory cache; false sends the caller to the other paths,
+// which give every error.
+func (u *FS) peek(name string) (int, fs.FileInfo, string, bool) {
 	d, base, ok := u.peekDir(name)
 	if !ok {
-		return 0, nil, false
+		return 0, nil, "", false
 	}
 	// The first layer that holds base answers, as lookupNode finds: a
 	// regular file there is the union's; anything else (a whiteout, a
@@ -753,20 +755,20 @@ func (u *FS) peek(name string) (int, fs.FileInfo, bool) {
 		switch {
 		case err == nil:
 			if !e.Info.Mode().IsRegular() {
-				return 0, nil, false
+				return 0, nil, "", false
 			}
-			return i, e.Info, true
+			return i, e.Info, base, true
 		case !isNotExist(err):
-			return 0, nil, false
+			return 0, nil, "", false
 		}
 	}
-	return 0, nil, false
+	return 0, nil, "", false
 }
 
 // peekDir returns the cached node of name's directory and name's last
 // element, or false when name takes the other paths.
 func (u *FS) peekDir(name string) (d *node, base string, ok bool) {
-	if len(name) >= pathwalk.MaxPath || !fs.ValidPath(name) || name == "." {
+	if len(name) >= pathwalk.MaxPath || !pathwalk.ValidPath(name) || name == "." {
 		return nil, "", false
 	}
 	dir, base := ".", name
@@ -794,7 +796,7 @@ func (u *FS) peekDir(name string) (d *node, base string, ok bool) {
 // removed directory's handle (rmdirKeeps); a caller that removes any
 // other directory n must clear it.
 func (u *FS) walkWrite(name string, follow, create bool) (dir, n *node, err error) {
-	if len(name) < pathwalk.MaxPath && fs.ValidPath(name) && name != "." {
+	if len(name) < pathwalk.MaxPath && pathwalk.ValidPath(name) && name != "." {
 		d, base := ".", name
 		if i := strings.LastIndexByte(name, '/'); i >= 0 {
 			d, base = name[:i], name[i+1:]

@@ -638,7 +638,7 @@ func (u *FS) writeOver(dir, n *node, data []byte, perm fs.FileMode) (bool, error
 // Mkdir creates the directory name. Made where a lower layer's entry was
 // removed, it is opaque: what the lowers hold there stays hidden.
 func (u *FS) Mkdir(name string, perm fs.FileMode) error {
-	if fs.ValidPath(name) {
+	if pathwalk.ValidPath(name) {
 		if err := layer.CheckPath(name); err != nil {
 			return layer.PathError("mkdir", name, err)
 		}
@@ -683,7 +683,7 @@ func (u *FS) MkdirAll(name string, perm fs.FileMode) error {
 		}
 		return layer.PathError("mkdir", name, syscall.ENOTDIR)
 	}
-	if !fs.ValidPath(name) {
+	if !pathwalk.ValidPath(name) {
 		return layer.PathError("mkdir", name, fs.ErrInvalid)
 	}
 	if done, err := u.mkdirAll(name, perm); done {
@@ -800,7 +800,7 @@ func (u *FS) drop(dir, n *node) error {
 // It costs the same whatever the directory holds: the upper layer drops
 // its part in one step and one whiteout hides the lowers' part.
 func (u *FS) RemoveAll(name string) error {
-	if !fs.ValidPath(name) || name == "." {
+	if !pathwalk.ValidPath(name) || name == "." {
 		return layer.PathError("RemoveAll", name, syscall.EINVAL)
 	}
 	if m, rest, ok := u.mounted(name); ok && rest != "." {
@@ -839,7 +839,7 @@ func (u *FS) Whiteout(name string) error {
 
 // Symlink creates newname as a symbolic link to oldname.
 func (u *FS) Symlink(oldname, newname string) error {
-	if fs.ValidPath(newname) {
+	if pathwalk.ValidPath(newname) {
 		// The target's checks come first, as in symlink(2): an empty
 		// target is ENOENT whatever newname is.
 		if err := layer.CheckSymlink(oldname, newname); err != nil {

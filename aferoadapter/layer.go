@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/packfs/packfs/internal/pathwalk"
 	"github.com/packfs/packfs/layer"
 	"github.com/spf13/afero"
 	aferomem "github.com/spf13/afero/mem"
@@ -59,7 +60,7 @@ func Layer(a afero.Fs) *LayerFS {
 // aferoPath returns the afero path of the io/fs path name, or an error
 // wrapping fs.ErrInvalid for an invalid one.
 func aferoPath(op, name string) (string, error) {
-	if !fs.ValidPath(name) {
+	if !pathwalk.ValidPath(name) {
 		return "", layer.PathError(op, name, fs.ErrInvalid)
 	}
 	if name == "." {

@@ -7,6 +7,8 @@ import (
 	"path"
 	"syscall"
 	"time"
+
+	"github.com/packfs/packfs/internal/pathwalk"
 )
 
 // writeFlags are the flags that make an open more than a read: without
@@ -62,7 +64,7 @@ func MkdirAll(fsys fs.FS, name string, perm fs.FileMode) error {
 		}
 		return PathError("mkdir", name, syscall.ENOTDIR)
 	}
-	if !fs.ValidPath(name) {
+	if !pathwalk.ValidPath(name) {
 		return PathError("mkdir", name, fs.ErrInvalid)
 	}
 	if parent := path.Dir(name); parent != "." {
@@ -95,7 +97,7 @@ func RemoveAll(fsys fs.FS, name string) error {
 	if f, ok := fsys.(RemoveAllFS); ok {
 		return f.RemoveAll(name)
 	}
-	if !fs.ValidPath(name) || name == "." {
+	if !pathwalk.ValidPath(name) || name == "." {
 		return PathError("RemoveAll", name, syscall.EINVAL)
 	}
 	if _, ok := fsys.(RemoveFS); !ok {

@@ -2,7 +2,6 @@ package mem
 
 import (
 	"io/fs"
-	"strings"
 	"syscall"
 
 	"github.com/packfs/packfs/internal/pathwalk"
@@ -113,7 +112,7 @@ func (s *Snapshot) ReadFileAt(dir pathwalk.Dir, name, path string) ([]byte, erro
 // checkElem refuses name where a walk would: an invalid path, ".", more
 // than one element, or an element over the length limit.
 func checkElem(name string) error {
-	if !fs.ValidPath(name) || name == "." || strings.IndexByte(name, '/') >= 0 {
+	if !pathwalk.ValidElem(name) {
 		return fs.ErrInvalid
 	}
 	return pathwalk.CheckElem(name)

@@ -90,7 +90,7 @@ func walkNames(root *entry, name string, follow bool, live *FS) (where, bool) {
 // slash is not looked up: as on Linux, such an open is EISDIR whatever is
 // there, which where.slash tells.
 func walkTo(root *entry, name string, follow, create bool) (where, int, error) {
-	if !fs.ValidPath(name) {
+	if !pathwalk.ValidPath(name) {
 		return where{}, -1, fs.ErrInvalid
 	}
 	if name == "." {

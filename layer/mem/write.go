@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/packfs/packfs/internal/pathwalk"
 	"github.com/packfs/packfs/layer"
 )
 
@@ -384,7 +385,7 @@ func (f *FS) MkdirAll(name string, perm fs.FileMode) error {
 		}
 		return layer.PathError("mkdir", name, errNotDir)
 	}
-	if !fs.ValidPath(name) {
+	if !pathwalk.ValidPath(name) {
 		return layer.PathError("mkdir", name, fs.ErrInvalid)
 	}
 	if done, err := f.mkdirAll(name, perm); done {
@@ -632,7 +633,7 @@ func (f *FS) Symlink(oldname, newname string) error {
 	err := f.update(func(root *entry, now int64) error {
 		// The target is checked first, before newname is looked at, as
 		// symlink(2) through os does.
-		if !fs.ValidPath(newname) {
+		if !pathwalk.ValidPath(newname) {
 			return fs.ErrInvalid
 		}
 		if err := layer.CheckSymlink(oldname, newname); err != nil {
@@ -662,7 +663,7 @@ func (f *FS) Symlink(oldname, newname string) error {
 // a name that is an io/fs path; one that is not is fs.ErrInvalid first,
 // as in every other operation.
 func checkCreate(name string) error {
-	if !fs.ValidPath(name) {
+	if !pathwalk.ValidPath(name) {
 		return fs.ErrInvalid
 	}
 	return layer.CheckPath(name)
