@@ -61,6 +61,20 @@ func (e *entry) info(name string, s *state) *fileInfo {
 	return fi
 }
 
+// describe makes fi, which the caller allocated with ns, the description
+// of ns under the name of ino's latest entry, which set has just given
+// state ns: the Stat or lookup that follows a write then allocates none,
+// and a file's description costs the heap no object of its own for the
+// garbage collector to mark.
+func describe(ino *inode, ns *state, fi *fileInfo) {
+	e := ino.cur.Load()
+	if e.state() != ns {
+		return
+	}
+	*fi = fileInfo{name: e.name, s: ns}
+	e.fi.Store(fi)
+}
+
 // state is one immutable version of a file's metadata and contents.
 type state struct {
 	mode fs.FileMode

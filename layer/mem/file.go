@@ -200,16 +200,19 @@ func (h *file) writeAt(op string, p []byte, off int64, appending bool) (int, err
 	if !s.isRegular() || pastMax(off, len(p)) {
 		return 0, layer.PathError(op, h.name, errInvalid)
 	}
-	// The new state and its content in one allocation: a write makes
-	// both.
+	// The new state, its content and its description in one
+	// allocation: a write makes the first two, and the next Stat or
+	// lookup would make the third alone.
 	n := &struct {
-		s state
-		c content
+		s  state
+		c  content
+		fi fileInfo
 	}{s: *s}
 	ns := &n.s
 	ns.data = s.data.writeInto(&n.c, p, off)
 	ns.mtime = f.now().UnixNano()
 	f.set(h.ino, ns)
+	describe(h.ino, ns, &n.fi)
 	f.note(layer.OpWrite, h.ino)
 	return len(p), nil
 }

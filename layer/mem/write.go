@@ -333,10 +333,15 @@ func (f *FS) writeFile(name string, data []byte, perm fs.FileMode, find func(roo
 		if err := checkOpen(st, os.O_WRONLY|os.O_CREATE|os.O_TRUNC); err != nil {
 			return err
 		}
-		ns := st.with()
+		n := &struct {
+			s  state
+			fi fileInfo
+		}{s: *st} // a regular file's state: no dirState to copy
+		ns := &n.s
 		ns.data = c
 		ns.mtime = now
 		f.set(w.e.ino, ns)
+		describe(w.e.ino, ns, &n.fi)
 		f.note(layer.OpWrite, w.e.ino)
 		return nil
 	})
