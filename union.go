@@ -301,5 +301,8 @@ func (u *FS) writable(op, name string) (layer.FS, error) {
 }
 
 func isNotExist(err error) bool {
+	if err == syscall.ENOENT || err == syscall.ENOTDIR {
+		return true // the layers' bare errno, which errors.Is takes 20 ns to match
+	}
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }
