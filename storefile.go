@@ -185,8 +185,21 @@ func ownPath(f layer.File, name string) string {
 		uf.mu.Lock()
 		defer uf.mu.Unlock()
 		return uf.path
+	case liveNamer:
+		// The upper layer's own handle, which the union hands out for a
+		// file the upper resolves by its own walk, symlinks and all.
+		if p, ok := uf.LiveName(); ok {
+			return p
+		}
+		return "" // unlinked meanwhile: nameless
 	}
 	return name
+}
+
+// liveNamer is a handle of the upper layer (package mem) that knows the
+// path that leads to its file.
+type liveNamer interface {
+	LiveName() (string, bool)
 }
 
 // closed returns fs.ErrClosed once the store is closed: its files fail

@@ -30,6 +30,9 @@ type file struct {
 	// closed is set once, by Close under mu; Stat reads it without mu,
 	// as it reads nothing else that changes.
 	closed atomic.Bool
+	// aliased: name may not be the file's own path (the open resolved a
+	// symlink, "." or ".." on the way, or may have); see LiveName.
+	aliased bool
 
 	// off is the offset of the next Read or Write. Every change to it is
 	// made under mu, except that Read on a handle that cannot write moves
@@ -73,6 +76,25 @@ func (h *file) check(op string) error {
 }
 
 func (h *file) Name() string { return h.name }
+
+// LiveName returns the file's own path in the live layer: the name it
+// was opened by when that was a plain path to it, and else the path that
+// leads to it now. ok is false for a file of a snapshot and for one no
+// name reaches (unlinked, or in a removed directory). A union that hands
+// out the layer's handles asks it where a handle opened through a
+// symlink keeps its name.
+func (h *file) LiveName() (name string, ok bool) {
+	f := h.fsys
+	if f == nil {
+		return "", false
+	}
+	if !h.aliased {
+		return h.name, true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pathOf(h.ino)
+}
 
 func (h *file) Stat() (fs.FileInfo, error) {
 	if err := h.check("stat"); err != nil {

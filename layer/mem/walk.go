@@ -29,11 +29,19 @@ type where struct {
 // passes nil.
 // The error is a bare errno or fs sentinel; callers wrap it with their Op.
 func walk(root *entry, name string, follow bool, live *FS) (where, error) {
-	if w, ok := walkNames(root, name, follow, live); ok {
-		return w, nil
-	}
-	w, _, err := walkTo(root, name, follow, false)
+	w, _, err := walkPlain(root, name, follow, live)
 	return w, err
+}
+
+// walkPlain is walk that also reports whether name was a plain path to
+// what it found, with no symlink, "." or ".." on the way (walkNames
+// resolved it): then name is the found entry's own path.
+func walkPlain(root *entry, name string, follow bool, live *FS) (w where, plain bool, err error) {
+	if w, ok := walkNames(root, name, follow, live); ok {
+		return w, true, nil
+	}
+	w, _, err = walkTo(root, name, follow, false)
+	return w, false, err
 }
 
 // walkNames is walk where that takes no more than looking each element up

@@ -203,7 +203,7 @@ func (f *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 	acc := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
 	if acc == os.O_RDONLY && flag&(os.O_CREATE|os.O_TRUNC) == 0 {
 		// Reading needs no lock.
-		w, err := walk(f.root.Load(), name, flag&syscall.O_NOFOLLOW == 0, f)
+		w, plain, err := walkPlain(f.root.Load(), name, flag&syscall.O_NOFOLLOW == 0, f)
 		if err == nil && w.e == nil {
 			err = errNotExist
 		}
@@ -213,13 +213,13 @@ func (f *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 		if err != nil {
 			return nil, layer.PathError("open", name, err)
 		}
-		return &file{fsys: f, ino: w.e.ino, name: name, flag: flag}, nil
+		return &file{fsys: f, ino: w.e.ino, name: name, flag: flag, aliased: !plain}, nil
 	}
 	var h *file
 	err := f.update(func(root *entry, now int64) error {
 		e, err := f.open(root, name, flag, perm, now)
 		if err == nil {
-			h = &file{fsys: f, ino: e.ino, name: name, flag: flag}
+			h = &file{fsys: f, ino: e.ino, name: name, flag: flag, aliased: true}
 		}
 		return err
 	})
