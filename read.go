@@ -476,25 +476,9 @@ func (d *dir) ReadDir(count int) ([]fs.DirEntry, error) {
 		return nil, err
 	}
 	if !d.listed {
-		// List the directory as it is now at its path: a copy-up since
-		// Open may have added a layer to it, and a removed directory lists
-		// nothing (ENOENT), as getdents gives.
-		if d.gone {
-			return nil, layer.PathError("readdirent", d.name, syscall.ENOENT)
-		}
-		_, n, err := d.u.walk(d.path, false)
-		if err == nil && (!n.exists() || !n.isDir()) {
-			err = syscall.ENOENT
-		}
-		if err != nil {
-			return nil, layer.PathError("readdirent", d.name, bare(err))
-		}
-		list, err := d.u.merge(n)
-		if err != nil {
+		if err := d.listFirst(); err != nil {
 			return nil, err
 		}
-		d.n = n
-		d.list, d.listed = d.u.withMounts(n.path, list), true
 	}
 	rest := d.list[d.pos:]
 	if count > 0 {
@@ -505,6 +489,59 @@ func (d *dir) ReadDir(count int) ([]fs.DirEntry, error) {
 	}
 	d.pos += len(rest)
 	return slices.Clone(rest), nil
+}
+
+// listFirst lists the directory as it is now at its path, for its first
+// ReadDir: a copy-up since Open may have added a layer to it, and a
+// removed directory lists nothing (ENOENT), as getdents gives. A writer
+// that renames or copies up a directory of lower layers makes it in
+// steps (a copy, whiteouts, the directory's new path), which a walk
+// beside it may meet half made: a listing that fails while a writer
+// raced it is made again once the writer is done, as racedReads
+// schedules slow-path reads, its last try under the writers' lock. d.mu
+// is held, and let go of while the listing waits: a writer takes it to
+// move the directory's path.
+func (d *dir) listFirst() error {
+	tries := racedReads{l: &d.u.mu}
+	for {
+		if tries.waited == rereads-1 {
+			d.mu.Unlock() // the writers' lock comes first
+			tries.start()
+			d.mu.Lock()
+		} else {
+			tries.start()
+		}
+		err := d.check("readdirent")
+		if err == nil && d.gone {
+			err = layer.PathError("readdirent", d.name, syscall.ENOENT)
+		}
+		if err != nil || d.listed { // closed, removed or listed meanwhile
+			tries.release()
+			return err
+		}
+		_, n, err := d.u.walk(d.path, false)
+		if err == nil && (!n.exists() || !n.isDir()) {
+			err = syscall.ENOENT
+		}
+		var list []fs.DirEntry
+		if err == nil {
+			list, err = d.u.merge(n)
+		} else {
+			err = layer.PathError("readdirent", d.name, bare(err))
+		}
+		tries.release()
+		if err == nil {
+			d.n = n
+			d.list, d.listed = d.u.withMounts(n.path, list), true
+			return nil
+		}
+		d.mu.Unlock()
+		again := tries.again()
+		d.mu.Lock()
+		if !again {
+			return err
+		}
+	}
 }
 
 func (d *dir) Read(p []byte) (int, error) {
