@@ -132,9 +132,22 @@ type Store struct {
 	// wmu, then hmu.
 	hmu     sync.Mutex
 	handles handleList
-	tail    [][]byte // changes logged while a checkpoint runs; nil: none runs
-	closing bool     // Close has begun: no new background checkpoint
-	closed  bool
+	// names counts, under hmu, the changes that can make an open file's
+	// name stale or its union another: renames and removals, and a
+	// transaction's start and end. A read-only open, which takes no
+	// lock, joins handles only if none came since it began (see
+	// openRead).
+	names atomic.Uint64
+	// txFrozen is the running transaction's state before it, which
+	// readers see meanwhile, and txMoves its renames and removals as
+	// applyLive resolved them (both hmu): a file opened from txFrozen
+	// takes the name the moves give it (see register), and moves to the
+	// live union when the transaction ends (see endTx).
+	txFrozen *FS
+	txMoves  []nameMove
+	tail     [][]byte // changes logged while a checkpoint runs; nil: none runs
+	closing  bool     // Close has begun: no new background checkpoint
+	closed   bool
 
 	// broken is sticky: the log failed (or memory and log disagree), and
 	// the store refuses changes. It is read without locks, so that Sync
@@ -855,21 +868,31 @@ func (s *Store) applyLive(o op) error {
 	var from, to string
 	s.hmu.Lock()
 	defer s.hmu.Unlock()
+	moves := o.kind == opRename || o.kind == opRemove || o.kind == opRemoveAll
+	// Inside a transaction every move is kept, for the files opened
+	// beside it from the state before it (see register).
+	inTx := moves && s.txFrozen != nil
 	track := false
-	if s.handles.len() > 0 {
+	if s.handles.len() > 0 || inTx {
 		switch o.kind {
 		case opRename:
-			if track = s.handleHas(o.path) || s.handleHas(o.path2); track {
+			if track = inTx || s.handleHas(o.path) || s.handleHas(o.path2); track {
 				from, to = canonical(u, o.path, false), canonical(u, o.path2, false)
 			}
 		case opRemove, opRemoveAll:
-			if track = s.handleHas(o.path); track {
+			if track = inTx || s.handleHas(o.path); track {
 				from = canonical(u, o.path, false)
 			}
 		}
 	}
+	if moves {
+		s.names.Add(1) // an open beside it may have taken a name it changes
+	}
 	if err := apply(u, o); err != nil {
 		return err
+	}
+	if inTx {
+		s.txMoves = append(s.txMoves, nameMove{o.kind, from, to})
 	}
 	if track {
 		for h := range s.handles.all() {
@@ -877,6 +900,13 @@ func (s *Store) applyLive(o op) error {
 		}
 	}
 	return nil
+}
+
+// nameMove is a rename (from, to) or a removal (from) as applyLive
+// resolved it, for nameAfter.
+type nameMove struct {
+	kind     opKind
+	from, to string
 }
 
 // handleHas reports whether the name of an open handle holds the last

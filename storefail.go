@@ -142,17 +142,22 @@ func (s *Store) fallBack(pre undoPoint) {
 	s.hmu.Lock()
 	defer s.hmu.Unlock()
 	for h := range s.handles.all() {
-		if h.path == "" {
+		p := h.path
+		if h.in != nil && h.in == s.txFrozen {
+			p = h.before // opened beside the transaction, in the state pre is
+		}
+		if p == "" {
 			continue
 		}
 		h.mu.Lock()
 		old := h.file()
-		nf, err := u.OpenFile(h.path, os.O_RDONLY, 0)
+		nf, err := u.OpenFile(p, os.O_RDONLY, 0)
 		if err == nil {
 			if off, err := old.Seek(0, io.SeekCurrent); err == nil {
 				nf.Seek(off, io.SeekStart)
 			}
 			h.f.Store(&fileRef{nf})
+			h.in = u
 		} // else made by the change undone: it stays as it is
 		h.mu.Unlock()
 	}

@@ -39,23 +39,44 @@ type storeFile struct {
 	// inList says whether the file is on it. Guarded by s.hmu.
 	prev, next *storeFile
 	inList     bool
+	// in is the union the file is open in; before, for a file opened
+	// from the state before a running transaction, its name in that
+	// state, which an undone transaction gives back. Guarded by s.hmu.
+	in     *FS
+	before string
 }
 
 type fileRef struct{ layer.File }
 
-// newStoreFile returns a handle of s on f, which the union opened as
-// name, added to s's open files. The handle and its first reference to
-// f come in one allocation: most handles never move.
-func newStoreFile(s *Store, name string, flag int, f layer.File) *storeFile {
+// register returns a handle of s on f, which the union in opened as
+// name, added to s's open files, or nil, having added nothing, when a
+// change that can make its name stale came since s.names was gen. The
+// handle and its first reference to f come in one allocation: most
+// handles never move.
+//
+// A file opened from the state before a running transaction (in is
+// s.frozen) has the name it had then: the transaction's moves so far
+// give it its name in the live union, and the transaction's end moves it
+// there (see Store.settleFrozen).
+func (s *Store) register(name string, flag int, f layer.File, in *FS, gen uint64) *storeFile {
 	n := &struct {
 		h   storeFile
 		ref fileRef
-	}{h: storeFile{s: s, name: name, flag: flag, path: ownPath(f, name)}, ref: fileRef{f}}
+	}{h: storeFile{s: s, name: name, flag: flag, path: ownPath(f, name), in: in}, ref: fileRef{f}}
 	h := &n.h
 	h.f.Store(&n.ref)
 	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	if s.names.Load() != gen {
+		return nil
+	}
+	if in != nil && in == s.txFrozen {
+		h.before = h.path
+		for _, m := range s.txMoves {
+			h.path = nameAfter(h.path, m.kind, m.from, m.to)
+		}
+	}
 	s.handles.add(h)
-	s.hmu.Unlock()
 	return h
 }
 
@@ -116,8 +137,9 @@ func (h *storeFile) file() layer.File { return h.f.Load().File }
 // reads it: an open of the live union that a transaction began or ended
 // beside may have walked part of it (a directory renamed away, a file it
 // made), so that file is closed and the name opened again.
-func (s *Store) openView(name string, flag int, perm fs.FileMode) (layer.File, error) {
+func (s *Store) openView(name string, flag int, perm fs.FileMode) (layer.File, *FS, error) {
 	var f layer.File
+	var in *FS
 	_, err := readView(s, "open", name, func(u *FS) (struct{}, error) {
 		if f != nil {
 			f.Close() // opened beside a transaction: again
@@ -125,20 +147,48 @@ func (s *Store) openView(name string, flag int, perm fs.FileMode) (layer.File, e
 		}
 		var err error
 		f, err = u.OpenFile(name, flag, perm)
+		in = u
 		return struct{}{}, err
 	})
-	return f, err
+	return f, in, err
+}
+
+// openRead opens name for reading, as openView finds it, and makes it one
+// of the store's open files. The open takes no lock, so a rename, a
+// removal or a transaction may come between it and the file's joining
+// s.handles, which would then keep a name the change made stale: such an
+// open is made again. The third try holds s.wmu, which keeps writers
+// out, so that writers that race every try do not starve it.
+func (s *Store) openRead(name string, flag int, perm fs.FileMode) (layer.File, error) {
+	for try := 1; ; try++ {
+		locked := try >= 3
+		if locked {
+			s.wmu.Lock()
+		}
+		gen := s.names.Load()
+		f, in, err := s.openView(name, flag, perm)
+		var h *storeFile
+		if err == nil {
+			h = s.register(name, flag, f, in, gen)
+		}
+		if locked {
+			s.wmu.Unlock()
+		}
+		switch {
+		case err != nil:
+			return nil, err
+		case h != nil:
+			return h, nil
+		}
+		f.Close()
+	}
 }
 
 // OpenFile opens name with os.OpenFile's flags. An open for writing is
 // logged when it creates or truncates.
 func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, error) {
 	if flag&writeFlags == 0 {
-		f, err := s.openView(name, flag, perm)
-		if err != nil {
-			return nil, err
-		}
-		return newStoreFile(s, name, flag, f), nil
+		return s.openRead(name, flag, perm)
 	}
 	if err := s.lockChange("open", name); err != nil {
 		return nil, err
@@ -160,7 +210,10 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 		s.wmu.Unlock()
 		return nil, err
 	}
-	h := newStoreFile(s, name, flag, f)
+	var h *storeFile
+	for h == nil { // s.wmu is held: no move comes between, but for a checkpoint's
+		h = s.register(name, flag, f, u, s.names.Load())
+	}
 	var lsn wal.LSN
 	if logged {
 		lsn, err = s.logOp(&o, pre)
@@ -498,6 +551,7 @@ func (h *storeFile) moveTo(u *FS) int64 {
 		nf.Seek(off, io.SeekStart)
 	}
 	h.f.Store(&fileRef{nf})
+	h.in = u
 	old.Close()
 	if h.flag&(os.O_WRONLY|os.O_RDWR) == 0 {
 		return 0

@@ -94,6 +94,7 @@ func (s *Store) update(fn func(tx *Tx) error) (wal.LSN, error) {
 	}
 	tx := &Tx{s: s, fs: u, log: s.txLog[:0], ends: s.txEnds[:0]}
 	pre := undoPoint{top: snap.layers[0], lowers: snap.layers[1:]}
+	s.beginTx(snap)
 	s.frozen.Store(snap) // readers see the state before the transaction
 	s.applying.Add(1)
 	settled := false
@@ -106,6 +107,7 @@ func (s *Store) update(fn func(tx *Tx) error) (wal.LSN, error) {
 			s.applying.Add(1)
 		}
 		s.frozen.Store(nil)
+		s.endTx(snap)
 	}()
 	if err := runCallback(s, fn, tx); err != nil {
 		return 0, err
@@ -141,6 +143,34 @@ func (s *Store) update(fn func(tx *Tx) error) (wal.LSN, error) {
 	return p, nil
 }
 
+// beginTx starts the keeping of a transaction's moves for the files that
+// will be opened beside it from snap, the state before it; s.wmu is
+// held.
+func (s *Store) beginTx(snap *FS) {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	s.names.Add(1)
+	s.txFrozen, s.txMoves = snap, s.txMoves[:0]
+}
+
+// endTx ends a transaction for the files opened beside it from snap, the
+// state before it, which readers no longer see: those still there (it
+// committed, or changed nothing) move to the live union, under the names
+// its moves gave them, so that they see later writes as open files do;
+// an undone transaction has moved them already. s.wmu is held.
+func (s *Store) endTx(snap *FS) {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	s.names.Add(1)
+	u := s.live.Load()
+	for h := range s.handles.all() {
+		if h.in == snap {
+			h.moveTo(u)
+		}
+	}
+	s.txFrozen, s.txMoves = nil, s.txMoves[:0]
+}
+
 // maxStacked bounds the upper layers' snapshots that undone transactions
 // leave below the live upper layer: one more starts a checkpoint, which
 // writes them out as packs.
@@ -169,6 +199,9 @@ func (s *Store) undo(tx *Tx, snap *FS) {
 		h.path = p
 	}
 	for h := range s.handles.all() {
+		if h.in == snap {
+			h.path = h.before // opened beside tx, by its name before it
+		}
 		h.moveTo(u)
 	}
 	s.live.Store(u)
