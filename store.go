@@ -141,7 +141,7 @@ type Store struct {
 	// txFrozen is the running transaction's state before it, which
 	// readers see meanwhile, and txMoves its renames and removals as
 	// applyLive resolved them (both hmu): a file opened from txFrozen
-	// takes the name the moves give it (see register), and moves to the
+	// takes the name the moves give it (see join), and moves to the
 	// live union when the transaction ends (see endTx).
 	txFrozen *FS
 	txMoves  []nameMove
@@ -870,7 +870,7 @@ func (s *Store) applyLive(o op) error {
 	defer s.hmu.Unlock()
 	moves := o.kind == opRename || o.kind == opRemove || o.kind == opRemoveAll
 	// Inside a transaction every move is kept, for the files opened
-	// beside it from the state before it (see register).
+	// beside it from the state before it (see join).
 	inTx := moves && s.txFrozen != nil
 	track := false
 	if s.handles.len() > 0 || inTx {

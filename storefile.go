@@ -48,36 +48,39 @@ type storeFile struct {
 
 type fileRef struct{ layer.File }
 
-// register returns a handle of s on f, which the union in opened as
-// name, added to s's open files, or nil, having added nothing, when a
-// change that can make its name stale came since s.names was gen. The
-// handle and its first reference to f come in one allocation: most
-// handles never move.
-//
-// A file opened from the state before a running transaction (in is
-// s.frozen) has the name it had then: the transaction's moves so far
-// give it its name in the live union, and the transaction's end moves it
-// there (see Store.settleFrozen).
-func (s *Store) register(name string, flag int, f layer.File, in *FS, gen uint64) *storeFile {
+// newHandle returns a handle of s on f, which the union in opened as
+// name, not yet one of s's open files (see join). The handle and its
+// first reference to f come in one allocation: most handles never move.
+func (s *Store) newHandle(name string, flag int, f layer.File, in *FS) *storeFile {
 	n := &struct {
 		h   storeFile
 		ref fileRef
 	}{h: storeFile{s: s, name: name, flag: flag, path: ownPath(f, name), in: in}, ref: fileRef{f}}
 	h := &n.h
 	h.f.Store(&n.ref)
-	s.hmu.Lock()
-	defer s.hmu.Unlock()
+	return h
+}
+
+// join adds h to s's open files and reports true, or reports false,
+// having added nothing, when a change that can make its name stale came
+// since s.names was gen. s.hmu is held.
+//
+// A file opened from the state before a running transaction (h.in is
+// s.txFrozen) has the name it had then: the transaction's moves so far
+// give it its name in the live union, and the transaction's end moves it
+// there (see Store.endTx).
+func (s *Store) join(h *storeFile, gen uint64) bool {
 	if s.names.Load() != gen {
-		return nil
+		return false
 	}
-	if in != nil && in == s.txFrozen {
+	if h.in != nil && h.in == s.txFrozen {
 		h.before = h.path
 		for _, m := range s.txMoves {
 			h.path = nameAfter(h.path, m.kind, m.from, m.to)
 		}
 	}
 	s.handles.add(h)
-	return h
+	return true
 }
 
 // handleList is a store's open files, a list threaded through them: an
@@ -157,27 +160,30 @@ func (s *Store) openView(name string, flag int, perm fs.FileMode) (layer.File, *
 // of the store's open files. The open takes no lock, so a rename, a
 // removal or a transaction may come between it and the file's joining
 // s.handles, which would then keep a name the change made stale: such an
-// open is made again. The third try holds s.wmu, which keeps writers
-// out, so that writers that race every try do not starve it.
+// open is made again. The third try holds s.hmu from the open to the
+// joining, which every such change takes, so that writers that race
+// every try do not starve it; it waits for no writer's transaction.
 func (s *Store) openRead(name string, flag int, perm fs.FileMode) (layer.File, error) {
 	for try := 1; ; try++ {
 		locked := try >= 3
 		if locked {
-			s.wmu.Lock()
+			s.hmu.Lock()
 		}
 		gen := s.names.Load()
 		f, in, err := s.openView(name, flag, perm)
-		var h *storeFile
-		if err == nil {
-			h = s.register(name, flag, f, in, gen)
-		}
-		if locked {
-			s.wmu.Unlock()
-		}
-		switch {
-		case err != nil:
+		if err != nil {
+			if locked {
+				s.hmu.Unlock()
+			}
 			return nil, err
-		case h != nil:
+		}
+		h := s.newHandle(name, flag, f, in)
+		if !locked {
+			s.hmu.Lock()
+		}
+		joined := s.join(h, gen)
+		s.hmu.Unlock()
+		if joined {
 			return h, nil
 		}
 		f.Close()
@@ -210,10 +216,10 @@ func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, e
 		s.wmu.Unlock()
 		return nil, err
 	}
-	var h *storeFile
-	for h == nil { // s.wmu is held: no move comes between, but for a checkpoint's
-		h = s.register(name, flag, f, u, s.names.Load())
-	}
+	h := s.newHandle(name, flag, f, u)
+	s.hmu.Lock()
+	s.join(h, s.names.Load()) // under s.hmu: it joins
+	s.hmu.Unlock()
 	var lsn wal.LSN
 	if logged {
 		lsn, err = s.logOp(&o, pre)
