@@ -35,7 +35,7 @@ type dirLister interface {
 func TestDirListingRacedByRenames(t *testing.T) {
 	dur := 2 * time.Second
 	if testsize.Short() {
-		dur = time.Second
+		dur = 300 * time.Millisecond
 	}
 	t.Run("store, transactions undone", func(t *testing.T) {
 		s, err := packfs.Open(t.TempDir(), &packfs.Options{Sync: packfs.SyncNone, CheckpointBytes: -1})

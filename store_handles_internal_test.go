@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"testing"
+
+	"github.com/packfs/packfs/internal/testsize"
 )
 
 // TestHandleListOpenClose: the store's list of open files holds exactly
@@ -115,7 +117,11 @@ func TestHandleListBesideCheckpoints(t *testing.T) {
 			}
 		})
 	}
-	for range 20 {
+	rounds := 20
+	if testsize.Short() {
+		rounds = 6
+	}
+	for range rounds {
 		if err := s.Checkpoint(); err != nil {
 			t.Error(err)
 			break
