@@ -42,7 +42,11 @@ type Tx struct {
 // it, while readers see the state before the transaction: so a file
 // opened before the transaction sees its changes as they are made, and
 // sees them go again if the transaction does not commit. So does a
-// directory opened before it, in the listing its first ReadDir takes.
+// directory opened before it, in the listing its first ReadDir takes. A
+// file opened while the transaction runs is opened in the state before
+// it; when the transaction commits, the file moves to the state after
+// it, under the name the transaction's renames gave it, and sees later
+// writes as any open file does.
 //
 // fn must change the store only through tx: a change of the store itself
 // made inside fn (s.WriteFile, a write to a file of s, s.Update,
