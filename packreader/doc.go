@@ -125,6 +125,10 @@
 //     until Close, in a buffer of their raw size.
 //   - FileInfo.Sys decodes the entry's owner and inode when called, and
 //     returns nil after Close.
+//   - A Reader of a mapped format-3 pack remembers where each content it
+//     read whole lies in the mapping: 4 bytes per record, allocated
+//     4 KiB (1,024 records) at a time as reads come to them, held until
+//     Close.
 //   - WriteTo of a compressed file hands w the cache's own bytes: a w
 //     that breaks io.Writer's contract by changing them changes what
 //     later reads of those frames return.

@@ -78,6 +78,7 @@ var decoder = sync.OnceValues(func() (*zstd.Decoder, error) {
 func (r *Reader) startFrames() {
 	if r.version == packformat.Version3 {
 		r.cache = newFrameCache(r.opts.cacheSize)
+		r.startPlaced()
 	}
 }
 
@@ -477,13 +478,17 @@ func (r *Reader) markFrame(i uint64) {
 	(*g)[i/64].Or(1 << (i % 64))
 }
 
-// contiguous returns the mapped bytes of rc's content when every frame
-// of it is raw and the frames follow one another in the file (an
-// uncompressed pack, no holes), after checking them; ok is false
+// contiguous returns the mapped bytes of rc's content (record i's) when
+// every frame of it is raw and the frames follow one another in the file
+// (an uncompressed pack, no holes), after checking them, and remembers
+// where they are for the record's next read (placedAt); ok is false
 // otherwise. The caller holds r.mu.
-func (r *Reader) contiguous(rc packformat.Record) (_ []byte, ok bool, err error) {
+func (r *Reader) contiguous(rec uint64, rc packformat.Record) (_ []byte, ok bool, err error) {
 	if r.mapped == nil || rc.Size == 0 {
 		return nil, false, nil
+	}
+	if start, ok := r.placedAt(rec, rc); ok {
+		return r.mapped[start : start+rc.Size : start+rc.Size], true, nil
 	}
 	i := uint64(rc.CRC)
 	f, raw, err := r.checkedFrame(i)
@@ -518,7 +523,9 @@ func (r *Reader) contiguous(rc packformat.Record) (_ []byte, ok bool, err error)
 		}
 		f, raw = g, graw
 	}
-	return r.mapped[start : start+rc.Size : start+rc.Size], true, nil
+	b := r.mapped[start : start+rc.Size : start+rc.Size]
+	r.place(rec, rc, start)
+	return b, true, nil
 }
 
 // checkedFrame is frame for a mapped pack, without frame's checks once

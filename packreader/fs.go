@@ -104,7 +104,11 @@ func (r *Reader) ReadFile(name string) (_ []byte, err error) {
 // i, known as name. The caller holds r.mu.
 func (r *Reader) readRecord(name string, i uint64, rc packformat.Record) ([]byte, error) {
 	if r.version == packformat.Version3 {
-		return r.readFile3(name, rc)
+		if start, ok := r.placedAt(i, rc); ok {
+			// Checked whole before: one word of placed, no frame entry.
+			return append(make([]byte, 0, rc.Size), r.mapped[start:start+rc.Size]...), nil
+		}
+		return r.readFile3(name, i, rc)
 	}
 	// Check the content before allocating its copy, so that a bad one
 	// costs none: a crafted pack can give many entries bad contents, each
@@ -124,9 +128,9 @@ func (r *Reader) readRecord(name string, i uint64, rc packformat.Record) ([]byte
 // of any format-3 pack (see readFile3).
 const maxCopy = 1 << 30
 
-// readFile3 returns a copy of rc's content (version 3). The caller holds
+// readFile3 returns a copy of rc's content (version 3), record i's. The caller holds
 // r.mu.
-func (r *Reader) readFile3(name string, rc packformat.Record) ([]byte, error) {
+func (r *Reader) readFile3(name string, i uint64, rc packformat.Record) ([]byte, error) {
 	if rc.Size == 0 {
 		return []byte{}, nil
 	}
@@ -141,7 +145,7 @@ func (r *Reader) readFile3(name string, rc packformat.Record) ([]byte, error) {
 	}
 	if r.mapped != nil {
 		// An uncompressed content in the mapping: checked, then copied.
-		b, ok, err := r.contiguous(rc)
+		b, ok, err := r.contiguous(i, rc)
 		if err != nil {
 			return nil, pathErr("read", name, err)
 		}
@@ -275,14 +279,14 @@ func (r *Reader) Bytes(name string) (_ []byte, err error) {
 		return []byte{}, nil
 	}
 	if r.version == packformat.Version3 {
-		b, ok, err := r.contiguous(rc)
+		b, ok, err := r.contiguous(i, rc)
 		if err != nil {
 			return nil, pathErr("read", name, err)
 		}
 		if ok {
 			return b, nil
 		}
-		return r.readFile3(name, rc)
+		return r.readFile3(name, i, rc)
 	}
 	if err := r.checkContent(i, rc); err != nil {
 		return nil, pathErr("read", name, err)

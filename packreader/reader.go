@@ -94,6 +94,10 @@ type Reader struct {
 	filling   map[uint64]chan struct{}
 	root      packformat.Record // record 0, checked at open
 
+	// placed: version 3, mapped: where the contents that contiguous
+	// checked whole lie in the mapping, by record (see placed.go).
+	placed []atomic.Pointer[placedWords]
+
 	// good and contents remember the contents checked (see
 	// checkContent): good has bit i set once record i's content matched.
 	good      atomic.Pointer[[]atomic.Uint64]
@@ -517,6 +521,7 @@ func (r *Reader) Close() error {
 	}
 	r.closed = true
 	r.index, r.keys, r.strs, r.table, r.frames, r.attrs, r.meta, r.dir = nil, nil, nil, nil, nil, nil, nil, nil
+	r.placed = nil
 	r.closeFrames()
 	if r.mapped != nil {
 		m := r.mapped

@@ -17,6 +17,12 @@
 //     Close;
 //   - Compact: packwriter.Write of a mem snapshot of 20,000 and of 80,000
 //     distinct contents, reported in entries/s.
+//   - ReadFormat, ReadFormatPaired, CompactFormat: Read and Compact (of
+//     20,000 entries) with the pack written in format 2 and in format 3
+//     (uncompressed) side by side; ReadFormatPaired reads both packs in
+//     one loop, taking turns, and reports each format's ns per read and
+//     their ratio (f3/f2), which a shared machine's load moves less than
+//     it moves separate runs.
 //
 // Run from bench/ (short runs; the machine is shared):
 //
