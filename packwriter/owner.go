@@ -27,9 +27,8 @@ type (
 )
 
 // owner returns fi's owner and, for a regular file with more than one
-// link, its inode in the source.
-func owner(fi fs.FileInfo) (packformat.Attr, srcInode) {
-	sys := fi.Sys()
+// link, its inode in the source; sys is fi.Sys().
+func owner(fi fs.FileInfo, sys any) (packformat.Attr, srcInode) {
 	unknown := packformat.Attr{Uid: packformat.NoOwner, Gid: packformat.NoOwner}
 	if sys == nil {
 		return unknown, srcInode{}
@@ -99,12 +98,12 @@ func (n *names) lookup(uid, gid uint32) {
 	}
 }
 
-// noteNames records the names of fi's owner a, if known.
-func (w *writer) noteNames(fi fs.FileInfo, a packformat.Attr) {
-	if !w.v3 {
+// noteNames records the names of owner a, if known, from sys, the
+// entry's FileInfo.Sys().
+func (w *writer) noteNames(sys any, a packformat.Attr) {
+	if !w.v3 || sys == nil {
 		return
 	}
-	sys := fi.Sys()
 	if s, ok := sys.(ownerNamesSys); ok {
 		u, g := s.OwnerNames()
 		w.names.add(false, a.Uid, u)

@@ -44,7 +44,7 @@ type stream struct {
 	w      *writer
 	level  zstd.EncoderLevel
 	zstd   bool
-	frames []packformat.Frame
+	frames frameList
 	pos    uint64 // raw stream length so far
 	cur    []byte // the open frame (compressed packs): raw bytes not cut yet
 	inHole bool   // the last frame is a hole, and nothing came after it
@@ -80,8 +80,9 @@ func newStream(w *writer, level int) *stream {
 
 // add appends data as one content and returns its stream position and
 // the index of the frame holding its first byte (for an empty content,
-// 0 and 0).
-func (s *stream) add(data []byte) (pos uint64, frame uint32, err error) {
+// 0 and 0). crc is data's CRC-32C, which an uncompressed pack's frame of
+// a small content takes as its own.
+func (s *stream) add(data []byte, crc uint32) (pos uint64, frame uint32, err error) {
 	if len(data) == 0 {
 		return 0, 0, nil
 	}
@@ -93,7 +94,12 @@ func (s *stream) add(data []byte) (pos uint64, frame uint32, err error) {
 		return pos, frame, s.data(data)
 	}
 	if !s.zstd {
-		pos, frame = s.pos, uint32(len(s.frames))
+		pos, frame = s.pos, uint32(s.frames.len())
+		if len(data) <= packformat.FrameSize {
+			// One frame, whose bytes are the content's: its CRC-32C is
+			// the content's, which the hasher computed already.
+			return pos, frame, s.writeRawSum(data, crc)
+		}
 		for len(data) > 0 {
 			n := min(len(data), packformat.FrameSize)
 			if err := s.writeRaw(data[:n]); err != nil {
@@ -110,7 +116,7 @@ func (s *stream) add(data []byte) (pos uint64, frame uint32, err error) {
 			return 0, 0, err
 		}
 	}
-	pos, frame = s.pos, uint32(len(s.frames))
+	pos, frame = s.pos, uint32(s.frames.len())
 	if err := s.appendData(data, x86filter.Executable(data)); err != nil {
 		return 0, 0, err
 	}
@@ -161,7 +167,7 @@ func (s *stream) begin(size uint64) (pos uint64, frame uint32, err error) {
 	// byte.
 	s.inHole = false
 	s.x86, s.sniffing, s.head = false, s.zstd, s.head[:0]
-	return s.pos, uint32(len(s.frames)), nil
+	return s.pos, uint32(s.frames.len()), nil
 }
 
 // sniff takes p, the next piece of the content begun with begin, until
@@ -239,7 +245,7 @@ func (s *stream) hole(n uint64) error {
 		}
 	}
 	if !s.inHole {
-		s.frames = append(s.frames, packformat.Frame{Pos: s.pos})
+		s.frames.add(packformat.Frame{Pos: s.pos})
 		s.inHole = true
 	}
 	s.pos += n
@@ -248,6 +254,11 @@ func (s *stream) hole(n uint64) error {
 
 // writeRaw writes p as one raw frame (uncompressed packs).
 func (s *stream) writeRaw(p []byte) error {
+	return s.writeRawSum(p, crc32.Checksum(p, packformat.Castagnoli))
+}
+
+// writeRawSum is writeRaw given crc, p's CRC-32C.
+func (s *stream) writeRawSum(p []byte, crc uint32) error {
 	off, err := s.w.pad()
 	if err != nil {
 		return err
@@ -257,7 +268,7 @@ func (s *stream) writeRaw(p []byte) error {
 	}
 	s.w.off += uint64(len(p))
 	s.w.prog.Stored += int64(len(p))
-	s.frames = append(s.frames, packformat.Frame{Pos: s.pos, Off: off, Stored: uint32(len(p)), CRC: crc32.Checksum(p, packformat.Castagnoli)})
+	s.frames.add(packformat.Frame{Pos: s.pos, Off: off, Stored: uint32(len(p)), CRC: crc})
 	s.pos += uint64(len(p))
 	s.inHole = false
 	return nil
@@ -277,9 +288,9 @@ func (s *stream) cut() error {
 	}
 	raw := s.cur
 	s.cur = nil
-	j := &frameJob{i: len(s.frames), raw: raw, x86: s.curX86, mixed: s.curX86 && s.curOther, done: make(chan struct{})}
+	j := &frameJob{i: s.frames.len(), raw: raw, x86: s.curX86, mixed: s.curX86 && s.curOther, done: make(chan struct{})}
 	s.curX86, s.curOther = false, false
-	s.frames = append(s.frames, packformat.Frame{Pos: s.pos - uint64(len(raw))})
+	s.frames.add(packformat.Frame{Pos: s.pos - uint64(len(raw))})
 	s.inHole = false
 	s.jobs <- j
 	s.pending = append(s.pending, j)
@@ -362,8 +373,9 @@ func (s *stream) writeOldest() error {
 	}
 	s.w.off += uint64(len(j.out))
 	s.w.prog.Stored += int64(len(j.out))
-	f := &s.frames[j.i]
+	f := s.frames.at(j.i)
 	f.Off, f.Stored, f.Filter, f.CRC = off, uint32(len(j.out)), j.filter, j.crc
+	s.frames.set(j.i, f)
 	s.free = append(s.free, j.raw)
 	return nil
 }
@@ -393,7 +405,7 @@ func (s *stream) mark() (mark, error) {
 	if err := s.flush(); err != nil {
 		return mark{}, err
 	}
-	return mark{len(s.frames), s.pos, s.inHole}, nil
+	return mark{s.frames.len(), s.pos, s.inHole}, nil
 }
 
 // rewind drops what the stream got after m; the caller takes the output
@@ -410,7 +422,7 @@ func (s *stream) rewind(m mark) {
 		s.cur = nil
 	}
 	s.curX86, s.curOther, s.x86, s.sniffing = false, false, false, false
-	s.frames = s.frames[:m.frames]
+	s.frames.truncate(m.frames)
 	s.pos, s.inHole = m.pos, m.inHole
 }
 
@@ -421,4 +433,52 @@ func (s *stream) stop() {
 		s.wg.Wait()
 		s.jobs = nil
 	}
+}
+
+// frameList is the stream's frame table, encoded as it grows, in
+// chunks of frameChunk entries: a pack of many small files has as many
+// frames, and a slice of them grown by append copied them over and over
+// (four times their size in all, allocated in a Write of 20,000 files).
+// A chunk is three whole blocks of the check table, so that each is
+// stored as it is.
+type frameList struct {
+	chunks []*[frameChunk * packformat.FrameEntrySize]byte
+	n      int
+}
+
+const frameChunk = 512
+
+const _ = uint(-(frameChunk * packformat.FrameEntrySize % packformat.BlockSize))
+
+func (l *frameList) len() int { return l.n }
+
+// entry returns the bytes of entry i, whose chunk add allocated.
+func (l *frameList) entry(i int) []byte {
+	k := uint(i) % frameChunk * packformat.FrameEntrySize
+	return l.chunks[uint(i)/frameChunk][k : k+packformat.FrameEntrySize]
+}
+
+func (l *frameList) add(f packformat.Frame) {
+	if uint(l.n)/frameChunk == uint(len(l.chunks)) {
+		l.chunks = append(l.chunks, new([frameChunk * packformat.FrameEntrySize]byte))
+	}
+	f.Put(l.entry(l.n))
+	l.n++
+}
+
+func (l *frameList) at(i int) packformat.Frame { return packformat.DecodeFrame(l.entry(i)) }
+
+func (l *frameList) set(i int, f packformat.Frame) { f.Put(l.entry(i)) }
+
+// truncate drops the frames from n on; their chunks stay for the next.
+func (l *frameList) truncate(n int) { l.n = n }
+
+// encode calls put with the frame table's bytes, a chunk at a time.
+func (l *frameList) encode(put func([]byte) error) error {
+	for c, left := 0, l.n; left > 0; c, left = c+1, left-frameChunk {
+		if err := put(l.chunks[c][:min(left, frameChunk)*packformat.FrameEntrySize]); err != nil {
+			return err
+		}
+	}
+	return nil
 }

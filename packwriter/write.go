@@ -227,8 +227,9 @@ func (w *writer) write() error {
 		return &fs.PathError{Op: "packwriter", Path: ".", Err: errors.New("root is not a directory")}
 	}
 	root := &node{rec: packformat.Record{Type: packformat.TypeDir, Mode: uint32(fi.Mode() & packformat.ModeMask), Mtime: mtime(fi)}}
-	root.attr, _ = owner(fi)
-	w.noteNames(fi, root.attr)
+	sys := fi.Sys()
+	root.attr, _ = owner(fi, sys)
+	w.noteNames(sys, root.attr)
 	w.progress(".")
 	defer w.stopHashing()
 	if err := w.dir(root, "."); err != nil {
@@ -305,8 +306,9 @@ func (w *writer) dir(n *node, p string) error {
 		mode := fi.Mode()
 		k.name = name
 		k.rec = packformat.Record{Mode: uint32(mode & packformat.ModeMask), Mtime: mtime(fi)}
-		k.attr, k.src = owner(fi)
-		w.noteNames(fi, k.attr)
+		sys := fi.Sys()
+		k.attr, k.src = owner(fi, sys)
+		w.noteNames(sys, k.attr)
 		switch t := mode.Type(); {
 		case t == 0:
 			k.rec.Type = packformat.TypeFile
@@ -540,7 +542,7 @@ func (w *writer) storeSmall(k *node, p string, data []byte, sum [32]byte, crc ui
 		}
 	}
 	if w.v3 {
-		pos, frame, err := w.st.add(data)
+		pos, frame, err := w.st.add(data, crc)
 		if err != nil {
 			return err
 		}
@@ -888,7 +890,7 @@ func (w *writer) finish(root *node) error {
 		// The owner-names table is the stream's last content.
 		t := packformat.EncodeNames(w.names.users, w.names.groups)
 		var err error
-		if namesPos, namesFirst, err = w.st.add(t); err != nil {
+		if namesPos, namesFirst, err = w.st.add(t, crc32.Checksum(t, packformat.Castagnoli)); err != nil {
 			return err
 		}
 		namesSize = uint64(len(t))
@@ -897,7 +899,7 @@ func (w *writer) finish(root *node) error {
 		if err := w.st.flush(); err != nil {
 			return err
 		}
-		w.st.frames = append(w.st.frames, packformat.Frame{Pos: w.st.pos})
+		w.st.frames.add(packformat.Frame{Pos: w.st.pos})
 	}
 	indexOff, err := w.pad()
 	if err != nil {
@@ -959,9 +961,12 @@ func (w *writer) finish(root *node) error {
 			a.Ino = idx + 1
 			if n.rec.Type != packformat.TypeDir {
 				a.Nlink = 1
-				links.add(n, idx)
+				if n.src != (srcInode{}) {
+					links.add(n, idx)
+				}
 			}
-			a.Put(attrs[uint64(idx)*packformat.AttrSize:])
+			at := uint64(idx) * packformat.AttrSize
+			a.Put(attrs[at : at+packformat.AttrSize])
 		}
 		idx++
 		if uint64(len(strs))+uint64(len(n.name))+uint64(len(n.target)) > 1<<32-1 {
@@ -1010,17 +1015,9 @@ func (w *writer) finish(root *node) error {
 			return err
 		}
 	}
-	regions := [][]byte{keys, strs}
-	var frames []byte
-	if w.v3 {
-		links.apply(attrs)
-		frames = make([]byte, len(w.st.frames)*packformat.FrameEntrySize)
-		for i := range w.st.frames {
-			w.st.frames[i].Put(frames[i*packformat.FrameEntrySize:])
-		}
-		regions = append(regions, frames, attrs)
-	}
-	for _, region := range regions {
+	// region stores the next bytes of the tables, which start a block,
+	// and their blocks' CRC-32C.
+	region := func(region []byte) error {
 		for b := region; len(b) > 0; {
 			n := min(len(b), packformat.BlockSize)
 			table = binary.LittleEndian.AppendUint32(table, crc32.Checksum(b[:n], packformat.Castagnoli))
@@ -1028,13 +1025,29 @@ func (w *writer) finish(root *node) error {
 		}
 		if packed {
 			tables = append(tables, region...)
-		} else if _, err := w.out.Write(region); err != nil {
+			return nil
+		}
+		_, err := w.out.Write(region)
+		return err
+	}
+	if err := region(keys); err != nil {
+		return err
+	}
+	if err := region(strs); err != nil {
+		return err
+	}
+	if w.v3 {
+		links.apply(attrs)
+		if err := w.st.frames.encode(region); err != nil {
+			return err
+		}
+		if err := region(attrs); err != nil {
 			return err
 		}
 	}
 	var groupsOff uint64
 	if packed {
-		l := packformat.TablesLayout{Count: count, StringsSize: uint64(len(strs)), FrameCount: uint64(len(w.st.frames))}
+		l := packformat.TablesLayout{Count: count, StringsSize: uint64(len(strs)), FrameCount: uint64(w.st.frames.len())}
 		groups, err := w.packGroups(tables, l)
 		if err != nil {
 			return err
@@ -1071,8 +1084,8 @@ func (w *writer) finish(root *node) error {
 	var fb []byte
 	if w.v3 {
 		f.FramesOff = f.StringsOff + f.StringsSize
-		f.FrameCount = uint64(len(w.st.frames))
-		f.AttrsOff = f.FramesOff + uint64(len(frames))
+		f.FrameCount = uint64(w.st.frames.len())
+		f.AttrsOff = f.FramesOff + uint64(w.st.frames.len())*packformat.FrameEntrySize
 		f.Stream = w.st.pos
 		f.GroupsOff = groupsOff
 		f.NamesPos, f.NamesSize, f.NamesFirst = namesPos, namesSize, namesFirst

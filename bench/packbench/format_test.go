@@ -3,6 +3,7 @@ package packbench
 import (
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"testing"
 	"time"
@@ -102,16 +103,7 @@ func BenchmarkReadFormatPaired(b *testing.B) {
 //	for i in 1 2 3 4 5; do go test -run '^$' -bench 'CompactFormat' -benchtime 20x ./packbench/; done
 func BenchmarkCompactFormat(b *testing.B) {
 	const n = 20000
-	m := mem.New()
-	if err := m.Mkdir("d", 0o755); err != nil {
-		b.Fatal(err)
-	}
-	for i := range n {
-		if err := m.WriteFile(name(i), content(i), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
-	snap := m.Snapshot()
+	snap := distinct(b, n)
 	for _, v := range []int{2, 3} {
 		b.Run(fmt.Sprintf("format=%d/entries=%d", v, n), func(b *testing.B) {
 			for b.Loop() {
@@ -122,4 +114,42 @@ func BenchmarkCompactFormat(b *testing.B) {
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
 		})
 	}
+}
+
+// distinct returns a mem snapshot of n distinct 128-byte files in d/.
+func distinct(b *testing.B, n int) fs.FS {
+	m := mem.New()
+	if err := m.Mkdir("d", 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		if err := m.WriteFile(name(i), content(i), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return m.Snapshot()
+}
+
+// BenchmarkCompactFormatPaired is BenchmarkCompactFormat with both
+// formats written in one loop, in turn (an op is one Write of each), so
+// that a shared machine's load weighs on both alike: it reports each
+// format's ms per Write and their ratio (f3/f2).
+//
+//	go test -run '^$' -bench 'CompactFormatPaired' -benchtime 40x -count 5 ./packbench/
+func BenchmarkCompactFormatPaired(b *testing.B) {
+	const n = 20000
+	snap := distinct(b, n)
+	var t [2]time.Duration
+	for b.Loop() {
+		for k, v := range []int{2, 3} {
+			start := time.Now()
+			if err := packwriter.Write(io.Discard, snap, packwriter.WithFormat(v)); err != nil {
+				b.Fatal(err)
+			}
+			t[k] += time.Since(start)
+		}
+	}
+	b.ReportMetric(float64(t[0])/1e6/float64(b.N), "f2-ms/write")
+	b.ReportMetric(float64(t[1])/1e6/float64(b.N), "f3-ms/write")
+	b.ReportMetric(float64(t[1])/float64(t[0]), "f3/f2")
 }
