@@ -142,14 +142,15 @@ type linked struct {
 
 func newLinks() *links { return &links{first: map[srcInode]int{}} }
 
-func (l *links) add(n *node, idx uint32) {
-	if n.src == (srcInode{}) || n.rec.Type != packformat.TypeFile {
+// add adds entry idx, n, whose inode in the source is src.
+func (l *links) add(n *node, src srcInode, idx uint32) {
+	if src == (srcInode{}) || n.rec.Type != packformat.TypeFile {
 		return
 	}
-	g, ok := l.first[n.src]
+	g, ok := l.first[src]
 	if !ok {
 		g = len(l.group)
-		l.first[n.src] = g
+		l.first[src] = g
 		l.group = append(l.group, nil)
 	}
 	l.group[g] = append(l.group[g], linked{n, idx})

@@ -106,18 +106,23 @@ var ErrChanged = errors.New("packwriter: source changed during write")
 
 // node is one entry of the tree being written. A directory's children
 // are one slice, allocated once when the directory is read.
+//
+// What few entries have is kept beside the tree, so that a node stays
+// small (the garbage collector scans every node at every cycle of a
+// Write): a symlink's target in writer.targets, at the index its record's
+// Off holds until finish; a regular file's inode in the source, when the
+// source says it has more than one link, in writer.srcs (linked set).
 type node struct {
-	name   string
-	target string
-	rec    packformat.Record
-	kids   []node
-	attr   packformat.Attr // Uid and Gid from the source; Ino and Nlink set by finish
-	// src identifies a regular file's inode in the source, when the source
-	// says it has more than one link: files sharing it are one inode.
-	src srcInode
+	name string
+	rec  packformat.Record
+	kids []node
+	attr packformat.Attr // Uid and Gid from the source; Ino and Nlink set by finish
 	// gone marks an entry left out (filtered or skipped). Queued small
 	// files point into their directory's kids, so it stays in place.
 	gone bool
+	// linked: writer.srcs holds the entry's inode in the source, which
+	// other files share (they become one inode).
+	linked bool
 }
 
 // blob is one stored content.
@@ -153,6 +158,9 @@ type writer struct {
 	// cmp holds the two buffers contents are compared through, made once:
 	// a tree of identical files compares once a file.
 	cmp *[2][32 << 10]byte
+
+	targets []string           // symlinks' targets (see node)
+	srcs    map[*node]srcInode // source inodes of linked files (see node)
 
 	v3    bool    // writing format 3
 	st    *stream // format 3: the raw stream of contents
@@ -307,7 +315,14 @@ func (w *writer) dir(n *node, p string) error {
 		k.name = name
 		k.rec = packformat.Record{Mode: uint32(mode & packformat.ModeMask), Mtime: mtime(fi)}
 		sys := fi.Sys()
-		k.attr, k.src = owner(fi, sys)
+		var src srcInode
+		k.attr, src = owner(fi, sys)
+		if src != (srcInode{}) {
+			if w.srcs == nil {
+				w.srcs = map[*node]srcInode{}
+			}
+			w.srcs[k], k.linked = src, true
+		}
 		w.noteNames(sys, k.attr)
 		switch t := mode.Type(); {
 		case t == 0:
@@ -341,7 +356,8 @@ func (w *writer) dir(n *node, p string) error {
 				}
 				continue
 			}
-			k.target = target
+			k.rec.Off = uint64(len(w.targets))
+			w.targets = append(w.targets, target)
 		case layer.IsWhiteoutInfo(fi):
 			k.rec.Type = packformat.TypeWhiteout
 			if name == layer.OpaqueName {
@@ -961,15 +977,19 @@ func (w *writer) finish(root *node) error {
 			a.Ino = idx + 1
 			if n.rec.Type != packformat.TypeDir {
 				a.Nlink = 1
-				if n.src != (srcInode{}) {
-					links.add(n, idx)
+				if n.linked {
+					links.add(n, w.srcs[n], idx)
 				}
 			}
 			at := uint64(idx) * packformat.AttrSize
 			a.Put(attrs[at : at+packformat.AttrSize])
 		}
 		idx++
-		if uint64(len(strs))+uint64(len(n.name))+uint64(len(n.target)) > 1<<32-1 {
+		var target string
+		if n.rec.Type == packformat.TypeSymlink {
+			target = w.targets[n.rec.Off]
+		}
+		if uint64(len(strs))+uint64(len(n.name))+uint64(len(target)) > 1<<32-1 {
 			return errors.New("packwriter: string table over 4 GiB")
 		}
 		n.rec.NameOff = uint32(len(strs))
@@ -978,8 +998,8 @@ func (w *writer) finish(root *node) error {
 		keys = binary.BigEndian.AppendUint64(keys, packformat.Key(n.name))
 		if n.rec.Type == packformat.TypeSymlink {
 			n.rec.Off = uint64(len(strs))
-			n.rec.Size = uint64(len(n.target))
-			strs = append(strs, n.target...)
+			n.rec.Size = uint64(len(target))
+			strs = append(strs, target...)
 		}
 		block = block[:len(block)+packformat.RecordSize]
 		n.rec.Put(block[len(block)-packformat.RecordSize:])
