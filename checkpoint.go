@@ -210,8 +210,10 @@ func (s *Store) checkpoint(flatten bool) error {
 	}
 	s.hmu.Lock()
 	var open int64
+	stale := false // an open file left in an older union
 	for h := range s.handles.all() {
 		open += h.moveTo(u)
+		stale = stale || h.in != u
 	}
 	u.shareFrom = nil
 	s.live.Store(u)
@@ -222,8 +224,22 @@ func (s *Store) checkpoint(flatten bool) error {
 	var drop []*openPack
 	if flatten {
 		drop = old
-		for _, p := range s.retired[0] {
-			p.close()
+		if stale {
+			// A file the move left where it was reads that union's
+			// packs as long as it is open: one no name reaches any more
+			// (an unlinked file, whose data Linux keeps until its last
+			// close), or a directory in the middle of its listing. The
+			// oldest retired packs stay open until a flatten finds no
+			// such file, or the store closes.
+			s.kept = append(s.kept, s.retired[0]...)
+		} else {
+			for _, p := range s.kept {
+				p.close()
+			}
+			for _, p := range s.retired[0] {
+				p.close()
+			}
+			s.kept = nil
 		}
 		s.retired = [2][]*openPack{s.retired[1], old} // snapshots may still read them
 	}

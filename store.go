@@ -127,6 +127,9 @@ type Store struct {
 	// retired holds the packs the last two flattens replaced, which
 	// snapshots may still read; older ones are closed.
 	retired [2][]*openPack
+	// kept are retired packs that files left in older unions may read
+	// (see checkpoint), closed at the first flatten that finds none.
+	kept []*openPack
 	// hmu guards handles, the open files whose names the store keeps
 	// right; opening for reading takes only it, never wmu. Lock order:
 	// wmu, then hmu.
@@ -1051,7 +1054,10 @@ func (s *Store) release() {
 			p.close()
 		}
 	}
-	s.packs, s.retired = nil, [2][]*openPack{}
+	for _, p := range s.kept {
+		p.close()
+	}
+	s.packs, s.retired, s.kept = nil, [2][]*openPack{}, nil
 	if s.lock != nil {
 		s.lock.Close()
 		s.lock = nil
