@@ -334,13 +334,20 @@ func (u *FS) ReadFile(name string) ([]byte, error) {
 		}
 		b, err := fs.ReadFile(u.layers[n.layer], n.path)
 		tries.release()
-		switch {
-		case err == nil:
-			return b, nil
-		case n.layer == 0 && tries.again():
-			continue // a writer changed the upper layer in between
+		// A writer that raced the try may have changed the upper layer
+		// between the resolution and the read (a failure), or in the
+		// middle of the resolution, whose steps then joined states of
+		// different moments: a symlink of a directory seen merged before
+		// a writer made it opaque, followed to a file made after. Either
+		// is made again once the writer is done. A lower layer's own
+		// failure is its own.
+		if (err == nil || n.layer == 0) && tries.again() {
+			continue
 		}
-		return nil, layer.PathError("read", name, bare(err))
+		if err != nil {
+			return nil, layer.PathError("read", name, bare(err))
+		}
+		return b, nil
 	}
 }
 

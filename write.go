@@ -64,10 +64,16 @@ func (u *FS) openRead(name string, flag int) (layer.File, error) {
 		if n.layer == 0 && u.upper != nil {
 			f, err := u.upper.OpenFile(n.path, flag, 0)
 			tries.release()
-			if err != nil {
-				if tries.again() {
-					continue
+			// A writer that raced the try may have made the open fail,
+			// or the resolution join states of different moments (see
+			// ReadFile): either is made again once the writer is done.
+			if tries.again() {
+				if err == nil {
+					f.Close()
 				}
+				continue
+			}
+			if err != nil {
 				return nil, layer.PathError("open", name, bare(err))
 			}
 			if n.isDir() {
@@ -84,6 +90,10 @@ func (u *FS) openRead(name string, flag int) (layer.File, error) {
 		lf, err := u.openLower(n.layer, n.path, name, flag)
 		if err != nil {
 			return nil, layer.PathError("open", name, bare(err))
+		}
+		if tries.again() {
+			lf.f.Close() // a resolution a writer raced: see ReadFile
+			continue
 		}
 		if u.upper == nil || lf.watch(u, n.layer, seen) {
 			return lf, nil
