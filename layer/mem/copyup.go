@@ -109,6 +109,7 @@ func (f *FS) copyIn(op, dir string, chain []Copy, over bool) error {
 		below.ino.parent.Store(d.ino)
 		below.name = name
 		ds := d.ino.cur.Load().state().with()
+		f.openIndexOf(ds)
 		ds.dir.kids = ds.dir.kids.SetOwned(f.owner, name, below)
 		f.indexPut(ds, name, below)
 		if over {

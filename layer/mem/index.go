@@ -276,6 +276,22 @@ func (f *FS) openIndex(x *kidIndex) {
 	f.opened = append(f.opened, x)
 }
 
+// openIndexOf opens the window of ds's index, if it has one, before an
+// operation edits ds's entries: SetOwned and DeleteOwned change the treap
+// the published state shares in place, so a reader could see a name in a
+// listing that the index, not yet told, says is absent (ENOENT for a file
+// just listed), or find through the index an entry the treap no longer
+// holds. With the window open, readers ask the treap until the operation
+// ends.
+func (f *FS) openIndexOf(ds *state) {
+	if ds.dir == nil {
+		return
+	}
+	if x := ds.dir.idx.Load(); x != nil {
+		f.openIndex(x)
+	}
+}
+
 // endIndexWrites closes the windows the operation opened; every writer
 // calls it before it lets go of f.mu (FS.unlock).
 func (f *FS) endIndexWrites() {

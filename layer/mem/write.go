@@ -51,6 +51,7 @@ func (f *FS) set(ino *inode, ns *state) {
 		}
 		pe := p.cur.Load()
 		old := pe.state()
+		f.openIndexOf(old) // SetOwned may change the published treap in place
 		kids := old.children().SetOwned(f.owner, ne.name, ne)
 		f.indexRefresh(old, ne)
 		if kids == old.children() && pe.epoch == f.epoch {
@@ -166,6 +167,7 @@ func (f *FS) link(dir *entry, name string, e *entry, now int64) {
 	e.name = name
 	ds := dir.ino.cur.Load().state().with()
 	inheritGroup(ds, e.state())
+	f.openIndexOf(ds)
 	ds.dir.kids = ds.dir.kids.SetOwned(f.owner, name, e)
 	f.indexPut(ds, name, e)
 	ds.mtime = now
@@ -188,6 +190,7 @@ func inheritGroup(ds, s *state) {
 func (f *FS) unlink(dir *entry, name string, e *entry, now int64) {
 	f.note(layer.OpRemove, e.ino)
 	ds := dir.ino.cur.Load().state().with()
+	f.openIndexOf(ds)
 	ds.dir.kids = ds.dir.kids.DeleteOwned(f.owner, name)
 	f.indexDelete(ds, name)
 	ds.mtime = now
