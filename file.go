@@ -19,7 +19,7 @@ type file struct {
 	// mu guards f, which a copy-up may replace, and closed.
 	mu sync.Mutex
 	// The small fields sit together, so that a pack's file and the
-	// union's handle of it fit one 256-byte allocation (see packFile).
+	// union's handle of it fit one 320-byte allocation (see packFile).
 	closed    bool
 	appending bool // opened with O_APPEND, which refuses WriteAt
 	// hideWhiteouts drops whiteouts from a directory's listing.

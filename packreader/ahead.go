@@ -35,6 +35,10 @@ import (
 //     (WithCacheSize) gets no read-ahead.
 //   - Close of the file stops the goroutines that have not started and
 //     waits for those that have (a frame each).
+//
+// A file holds a readAhead only once it reads from a compressed pack: the
+// handle of an uncompressed pack, which never reads ahead, stays small
+// (an Open of a small file allocates the handle and nothing else).
 type readAhead struct {
 	end   int64  // where the file's last read ended
 	inSeq int    // reads in a row that started where the one before ended
@@ -66,15 +70,21 @@ func (r *Reader) aheadFrames() int {
 // f.at.i, and reads ahead if the file reads in sequence. The caller
 // holds f.mu and r.mu (for reading).
 func (f *file) readAhead(off int64, n int) {
-	a := &f.ahead
+	depth := f.r.aheadFrames()
+	if depth == 0 {
+		return
+	}
+	if f.ahead == nil {
+		f.ahead = new(readAhead)
+	}
+	a := f.ahead
 	if off != a.end || off == 0 {
 		a.inSeq, a.next = 0, 0
 	} else {
 		a.inSeq++
 	}
 	a.end = off + int64(n)
-	depth := f.r.aheadFrames()
-	if a.inSeq < 1 || depth == 0 || !f.at.valid || f.closed {
+	if a.inSeq < 1 || !f.at.valid || f.closed {
 		return
 	}
 	cur := f.at.i
@@ -95,11 +105,12 @@ func (f *file) readAhead(off int64, n int) {
 // fetch decompresses frame j of the file's content into the cache,
 // unless it is cached or claimed already, or is not a zstd frame, or the
 // file was closed. It runs on its own goroutine and touches nothing of
-// f but what never changes (r, name, rc) and f.ahead's atomics. Its
+// f but what never changes (r, name, rc, ahead once set) and f.ahead's
+// atomics. Its
 // error, set by runlock on a fault in the mapping, goes nowhere: a read
 // that comes to the frame reports its own.
 func (f *file) fetch(j uint64) (err error) {
-	a := &f.ahead
+	a := f.ahead
 	defer a.wg.Done()
 	defer a.running.Add(-1)
 	if a.stop.Load() {
@@ -138,6 +149,8 @@ func (f *file) fetch(j uint64) (err error) {
 // stopReadAhead stops the file's read-ahead and waits for goroutines
 // that started. The caller holds f.mu.
 func (f *file) stopReadAhead() {
-	f.ahead.stop.Store(true)
-	f.ahead.wg.Wait()
+	if f.ahead != nil {
+		f.ahead.stop.Store(true)
+		f.ahead.wg.Wait()
+	}
 }

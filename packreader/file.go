@@ -31,11 +31,11 @@ type file struct {
 
 	mu       sync.Mutex
 	closed   bool
-	pos      int64  // read offset
-	dirPos   uint64 // next ReadDir position
 	verified bool
+	pos      int64   // read offset
+	dirPos   uint64  // next ReadDir position
 	at       frameAt // format 3: the frame read last
-	ahead    readAhead
+	ahead    *readAhead
 }
 
 func (f *file) Stat() (fs.FileInfo, error) {
