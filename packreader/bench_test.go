@@ -104,3 +104,52 @@ func BenchmarkMappedRead(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkLookupMiss looks up names that sort before every name of a
+// directory of 1,000 entries, as a union over a pack does for each file
+// it creates beside the pack's (each lookup misses, and the binary search
+// only ever reads the directory's first key block). op=Miss is LookupAt
+// in that directory; op=Stat a whole path's Stat.
+//
+//	go test -run '^$' -bench LookupMiss -count 5 ./packreader/
+func BenchmarkLookupMiss(b *testing.B) {
+	m := fstest.MapFS{}
+	for i := range 1000 {
+		m[fmt.Sprintf("d/l%04d", i)] = &fstest.MapFile{Data: []byte("lower"), Mode: 0o644}
+	}
+	name := filepath.Join(b.TempDir(), "miss.pack")
+	if err := packwriter.WriteFile(name, m); err != nil {
+		b.Fatal(err)
+	}
+	r, err := packreader.Open(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	names := make([]string, 1000)
+	for i := range names {
+		names[i] = fmt.Sprintf("f%04d", i)
+	}
+	d, err := r.LookupAt(nil, "d")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("op=Miss", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			if _, err := r.LookupAt(d.Dir, names[i%len(names)]); err == nil {
+				b.Fatal("found")
+			}
+			i++
+		}
+	})
+	b.Run("op=Stat", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			if _, err := r.Stat("d/" + names[i%len(names)]); err == nil {
+				b.Fatal("found")
+			}
+			i++
+		}
+	})
+}
