@@ -238,8 +238,10 @@ func (r *Reader) lookup(d uint64, dr packformat.Record, name string) (uint64, pa
 // a directory's lookups on the checked path for good when they never
 // reach some key block of the pack, as lookups of names that sort before
 // all of a directory's never leave its first. A block that fails its
-// check is left to the probe that reads it, which reports it, as before;
-// a lazy pack's blocks are fetched only when a probe reads them.
+// check, or that a fault in the mapping keeps from being read (a pack
+// file cut short under its mapping), is left to the probe that reads it,
+// which reports it, as before; a lazy pack's blocks are fetched only when
+// a probe reads them.
 func (r *Reader) keySpanChecked(lo, hi uint64) bool {
 	const keysPerBlock = packformat.BlockSize / packformat.KeySize
 	if lo >= hi || r.lazy {
@@ -250,11 +252,26 @@ func (r *Reader) keySpanChecked(lo, hi uint64) bool {
 		return false
 	}
 	for b := first; b <= last; b++ {
-		if !r.isChecked(b) && r.checkBlockSlow(b) != nil {
+		if !r.isChecked(b) && !r.checkAside(b) {
 			return false
 		}
 	}
 	return true
+}
+
+// checkAside checks block b for a caller that may do without it: a fault
+// in the mapping while it reads the block says false rather than failing
+// the caller's operation (see runlock), and any other panic goes on.
+func (r *Reader) checkAside(b uint64) (ok bool) {
+	defer func() {
+		if e := recover(); e != nil {
+			if _, fault := r.faultOffset(e); !fault {
+				panic(e)
+			}
+			ok = false
+		}
+	}()
+	return r.checkBlockSlow(b) == nil
 }
 
 // compareKey compares entry m's key with key for lookup, checking its
