@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/packfs/packfs/layer"
+	"github.com/packfs/packfs/layer/mem"
 	"github.com/spf13/afero"
 )
 
@@ -83,11 +84,32 @@ func (a *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, erro
 			return nil, layer.PathError("open", name, err)
 		}
 	}
+	if m, ok := a.fsys.(*mem.FS); ok {
+		return openMem(m, name, p, flag, perm)
+	}
 	f, err := layer.OpenFile(a.fsys, p, flag, perm)
 	if err != nil {
 		return nil, fixErr(err, name, p)
 	}
 	return &File{f: f, name: name, path: p}, nil
+}
+
+// memFile is a File of an in-memory layer with the layer's handle, made
+// in one allocation.
+type memFile struct {
+	File
+	room mem.FileRoom
+}
+
+// openMem is OpenFile of p in m, known to the caller as name.
+func openMem(m *mem.FS, name, p string, flag int, perm os.FileMode) (afero.File, error) {
+	mf := new(memFile)
+	f, err := m.OpenFileRoom(&mf.room, p, flag, perm)
+	if err != nil {
+		return nil, fixErr(err, name, p)
+	}
+	mf.File = File{f: f, name: name, path: p}
+	return &mf.File, nil
 }
 
 // openPath resolves name for an open with flag, as the kernel's

@@ -203,6 +203,19 @@ func (f *FS) unlink(dir *entry, name string, e *entry, now int64) {
 // os.O_APPEND, and syscall.O_NOFOLLOW and syscall.O_DIRECTORY. perm is the
 // mode of a created file; no umask applies.
 func (f *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, error) {
+	return f.OpenFileRoom(nil, name, flag, perm)
+}
+
+// FileRoom is room for one file handle, inside an allocation of the
+// caller's: OpenFileRoom opens the handle there, so that a caller that
+// wraps every handle it hands out (package aferoadapter) makes one
+// allocation an open rather than two. A room holds the handle of one
+// successful open for good: it must not be given to another open.
+type FileRoom struct{ f file }
+
+// OpenFileRoom is OpenFile opening the handle in room (nil: a new one),
+// which it leaves untouched when the open fails.
+func (f *FS) OpenFileRoom(room *FileRoom, name string, flag int, perm fs.FileMode) (layer.File, error) {
 	acc := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
 	if acc == os.O_RDONLY && flag&(os.O_CREATE|os.O_TRUNC) == 0 {
 		// Reading needs no lock.
@@ -216,20 +229,32 @@ func (f *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, erro
 		if err != nil {
 			return nil, layer.PathError("open", name, err)
 		}
-		return &file{fsys: f, ino: w.e.ino, name: name, flag: flag, aliased: !plain}, nil
+		return room.handle(f, w.e.ino, name, flag, !plain), nil
 	}
-	var h *file
+	var ino *inode
 	err := f.update(func(root *entry, now int64) error {
 		e, err := f.open(root, name, flag, perm, now)
 		if err == nil {
-			h = &file{fsys: f, ino: e.ino, name: name, flag: flag, aliased: true}
+			ino = e.ino
 		}
 		return err
 	})
 	if err != nil {
 		return nil, layer.PathError("open", name, err)
 	}
-	return h, nil
+	return room.handle(f, ino, name, flag, true), nil
+}
+
+// handle returns a new handle of ino, in r (nil: a new allocation).
+func (r *FileRoom) handle(fsys *FS, ino *inode, name string, flag int, aliased bool) *file {
+	var h *file
+	if r != nil {
+		h = &r.f
+	} else {
+		h = new(file)
+	}
+	h.fsys, h.ino, h.name, h.flag, h.aliased = fsys, ino, name, flag, aliased
+	return h
 }
 
 // checkOpen applies open's checks to an existing file in state s.
