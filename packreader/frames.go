@@ -196,16 +196,24 @@ func (a *frameAt) holds(pos uint64) bool { return a.valid && pos >= a.f.Pos && p
 // the frame a content cut in frames of FrameSize would have it in, else
 // the one a binary search over the frames after the first finds.
 func (r *Reader) findFrame(rc packformat.Record, pos uint64) (uint64, error) {
+	at, err := r.findFrameAt(rc, pos)
+	return at.i, err
+}
+
+// findFrameAt is findFrame returning the frame as a frameAt, with its
+// entry (valid) when it is the content's first frame, which findFrame
+// reads anyway: a read of a small file then decodes its entry once.
+func (r *Reader) findFrameAt(rc packformat.Record, pos uint64) (frameAt, error) {
 	first := uint64(rc.CRC)
 	f, raw, err := r.frame(first)
 	if err != nil {
-		return 0, err
+		return frameAt{}, err
 	}
 	if rc.Off < f.Pos || rc.Off-f.Pos >= raw {
-		return 0, corrupt("content at %d is not in its frame %d", rc.Off, first)
+		return frameAt{}, corrupt("content at %d is not in its frame %d", rc.Off, first)
 	}
 	if pos-f.Pos < raw {
-		return first, nil
+		return frameAt{i: first, f: f, raw: raw, valid: true}, nil
 	}
 	size := uint64(packformat.FrameSize)
 	if r.zstd {
@@ -214,7 +222,7 @@ func (r *Reader) findFrame(rc packformat.Record, pos uint64) (uint64, error) {
 	if k := first + (pos-f.Pos)/size; k+1 < r.footer.FrameCount {
 		if p, err := r.framePos(k); err == nil && p <= pos {
 			if q, err := r.framePos(k + 1); err == nil && pos < q {
-				return k, nil
+				return frameAt{i: k}, nil
 			}
 		}
 	}
@@ -224,7 +232,7 @@ func (r *Reader) findFrame(rc packformat.Record, pos uint64) (uint64, error) {
 		m := lo + (hi-lo)/2
 		p, err := r.framePos(m)
 		if err != nil {
-			return 0, err
+			return frameAt{}, err
 		}
 		if p <= pos {
 			lo = m
@@ -232,7 +240,7 @@ func (r *Reader) findFrame(rc packformat.Record, pos uint64) (uint64, error) {
 			hi = m
 		}
 	}
-	return lo, nil
+	return frameAt{i: lo}, nil
 }
 
 // nextExtent returns the first offset of rc's content from off (which
@@ -287,12 +295,8 @@ func (r *Reader) readContentAt(p []byte, rc packformat.Record, off uint64, at *f
 	var cur frameAt
 	if at != nil && at.holds(pos) {
 		cur = *at
-	} else {
-		i, err := r.findFrame(rc, pos)
-		if err != nil {
-			return 0, err
-		}
-		cur.i = i
+	} else if cur, err = r.findFrameAt(rc, pos); err != nil {
+		return 0, err
 	}
 	for len(p) > 0 {
 		if !cur.valid {
