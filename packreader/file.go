@@ -112,11 +112,20 @@ func (f *file) readAtHint(op string, p []byte, off int64, at *frameAt) (_ int, e
 			copy(p[:n], f.r.mapped[at.f.Off+(pos-at.f.Pos):])
 			return n, nil
 		}
+		// A content checked whole before (placed) is read from the
+		// mapping without its frame entry, as ReadFile reads it.
+		if start, ok := f.r.placedAt(f.i, f.rc); ok {
+			copy(p[:n], f.r.mapped[start+uint64(off):])
+			return n, nil
+		}
 		if done, err := f.r.readContentAt(p[:n], f.rc, uint64(off), at); err != nil {
 			// The bytes before the frame that failed are read: Read
 			// returns them, and the error at its next call, which
 			// starts at that frame, as read(2) does.
 			return done, pathErr(op, f.name, err)
+		}
+		if at != nil {
+			f.placeIn(at)
 		}
 		if at == &f.at {
 			f.readAhead(off, n)
@@ -203,6 +212,18 @@ func (f *file) seekData(off int64, whence int) (_ int64, err error) {
 	}
 	f.pos = found
 	return found, nil
+}
+
+// placeIn remembers where the file's content is (see placed) when a
+// read just found it whole in at, a raw frame whose CRC-32C matched, in
+// the mapping: the next read of the record, by this handle, another or
+// ReadFile, then reads no frame entry. The caller holds r.mu.
+func (f *file) placeIn(at *frameAt) {
+	if f.r.placed == nil || !at.valid || uint64(at.f.Stored) != at.raw || !f.r.frameChecked(at.i) ||
+		f.rc.Off < at.f.Pos || f.rc.Off+f.rc.Size > at.f.Pos+at.raw {
+		return
+	}
+	f.r.place(f.i, f.rc, at.f.Off+(f.rc.Off-at.f.Pos))
 }
 
 func (f *file) size() uint64 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -96,5 +97,93 @@ func TestPlacedContents(t *testing.T) {
 	}
 	if err := r2.Verify(); !errors.Is(err, packreader.ErrCorrupt) {
 		t.Fatalf("Verify: %v, want ErrCorrupt", err)
+	}
+}
+
+// TestPlacedByHandles: a handle's read that finds a content whole in one
+// raw, checked frame remembers where it is, as ReadFile does, and later
+// reads of the record (other handles, at any offset and length, and
+// ReadFile) take it from there; a damaged content is never remembered:
+// every read of it fails, through handles as through ReadFile.
+func TestPlacedByHandles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	m := fstest.MapFS{}
+	for i := range 100 {
+		b := make([]byte, 1+rng.IntN(3000))
+		for j := range b {
+			b[j] = byte(rng.Uint32() | 1)
+		}
+		m[fmt.Sprintf("d/f%03d", i)] = &fstest.MapFile{Data: b, Mode: 0o644}
+	}
+	m["d/big"] = &fstest.MapFile{Data: textish(4, 300<<10), Mode: 0o644} // several frames
+	path := filepath.Join(t.TempDir(), "p.pack")
+	must(t, packwriter.WriteFile(path, m))
+	check := func(r *packreader.Reader, name string, want []byte) error {
+		f, err := r.Open(name)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		ra := f.(io.ReaderAt)
+		for range 4 {
+			off := rng.IntN(len(want))
+			n := 1 + rng.IntN(len(want)-off)
+			got := make([]byte, n)
+			if _, err := ra.ReadAt(got, int64(off)); err != nil && !(err == io.EOF && off+n == len(want)) {
+				return err
+			}
+			if !bytes.Equal(got, want[off:off+n]) {
+				return fmt.Errorf("ReadAt(%d, %d) read other bytes", off, n)
+			}
+		}
+		got, err := io.ReadAll(f.(io.Reader))
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(got, want) { // ReadAt moves no offset
+			return fmt.Errorf("Read read other bytes")
+		}
+		return nil
+	}
+	r, err := packreader.Open(path)
+	must(t, err)
+	defer r.Close()
+	for round := range 3 {
+		for name, f := range m {
+			if err := check(r, name, f.Data); err != nil {
+				t.Fatalf("round %d: %s: %v", round, name, err)
+			}
+			if got, err := r.ReadFile(name); err != nil || !bytes.Equal(got, f.Data) {
+				t.Fatalf("round %d: ReadFile(%s): %v", round, name, err)
+			}
+		}
+	}
+
+	data, err := os.ReadFile(path)
+	must(t, err)
+	want := m["d/f042"].Data
+	at := bytes.Index(data, want)
+	if at < 0 || bytes.Count(data, want) != 1 {
+		t.Fatal("d/f042's content is not stored once, as is")
+	}
+	data[at+len(want)/2] ^= 0x10
+	bad := filepath.Join(t.TempDir(), "bad.pack")
+	must(t, os.WriteFile(bad, data, 0o644))
+	r2, err := packreader.Open(bad)
+	must(t, err)
+	defer r2.Close()
+	for round := range 3 {
+		f, err := r2.Open("d/f042")
+		must(t, err)
+		if _, err := io.ReadAll(f.(io.Reader)); !errors.Is(err, packreader.ErrCorrupt) {
+			t.Fatalf("round %d: Read of the damaged content: %v, want ErrCorrupt", round, err)
+		}
+		f.Close()
+		if _, err := r2.ReadFile("d/f042"); !errors.Is(err, packreader.ErrCorrupt) {
+			t.Fatalf("round %d: ReadFile of the damaged content: %v, want ErrCorrupt", round, err)
+		}
+		if err := check(r2, "d/f041", m["d/f041"].Data); err != nil {
+			t.Fatalf("round %d: its neighbour: %v", round, err)
+		}
 	}
 }
