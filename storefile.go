@@ -193,6 +193,9 @@ func (s *Store) openRead(name string, flag int, perm fs.FileMode) (layer.File, e
 // OpenFile opens name with os.OpenFile's flags. An open for writing is
 // logged when it creates or truncates.
 func (s *Store) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, error) {
+	if err := layer.CheckOpenFlag(flag); err != nil {
+		return nil, layer.PathError("open", name, err)
+	}
 	if flag&writeFlags == 0 {
 		return s.openRead(name, flag, perm)
 	}

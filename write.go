@@ -24,12 +24,17 @@ const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC
 // file for writing copies it up first (without its contents when
 // os.O_TRUNC is set).
 func (u *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, error) {
+	if err := layer.CheckOpenFlag(flag); err != nil {
+		return nil, layer.PathError("open", name, err)
+	}
 	if m, rest, ok := u.mounted(name); ok {
 		return u.mountOpenFile(m, name, rest, flag, perm)
 	}
 	if flag&writeFlags == 0 {
-		if f, ok := u.openFast(name, flag); ok {
-			return f, nil
+		if flag&syscall.O_DIRECTORY == 0 { // the fast paths open files only
+			if f, ok := u.openFast(name, flag); ok {
+				return f, nil
+			}
 		}
 		return u.openRead(name, flag)
 	}
@@ -50,6 +55,8 @@ func (u *FS) openRead(name string, flag int) (layer.File, error) {
 		case err != nil:
 		case !n.exists():
 			err = syscall.ENOENT
+		case flag&syscall.O_DIRECTORY != 0 && !n.isDir():
+			err = syscall.ENOTDIR // checked before the type, as open(2) does
 		case n.isSymlink():
 			err = syscall.ELOOP // O_NOFOLLOW, as open(2) gives
 		}
@@ -117,6 +124,9 @@ func (u *FS) openWrite(name string, flag int, perm fs.FileMode) (layer.File, err
 	dir, n, err := u.walkWrite(name, !excl && flag&syscall.O_NOFOLLOW == 0, flag&os.O_CREATE != 0)
 	if err == nil && n.slash && flag&os.O_CREATE != 0 {
 		err = syscall.EISDIR // Linux's rule for O_CREAT and a trailing slash
+	}
+	if err == nil && flag&syscall.O_DIRECTORY != 0 && n.exists() && !n.isDir() {
+		err = syscall.ENOTDIR // before a copy-up: the open changes nothing
 	}
 	if err == nil {
 		flag, err = u.prepareOpen(dir, n, flag, perm)

@@ -77,6 +77,9 @@ func (a *Fs) Open(name string) (afero.File, error) {
 
 // OpenFile opens name with flag and perm, as os.OpenFile does.
 func (a *Fs) OpenFile(name string, flag int, perm os.FileMode) (afero.File, error) {
+	if err := layer.CheckOpenFlag(flag); err != nil {
+		return nil, layer.PathError("open", name, err)
+	}
 	p, ok := plain(name)
 	if !ok {
 		var err error

@@ -145,6 +145,9 @@ func (l *LayerFS) Open(name string) (fs.File, error) {
 
 // OpenFile opens name with flag and perm through a's OpenFile.
 func (l *LayerFS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, error) {
+	if err := layer.CheckOpenFlag(flag); err != nil {
+		return nil, layer.PathError("open", name, err)
+	}
 	p, err := aferoPath("open", name)
 	if err != nil {
 		return nil, err

@@ -117,6 +117,9 @@ func (f *FS) Open(name string) (fs.File, error) {
 const writeFlags = os.O_WRONLY | os.O_RDWR | os.O_CREATE | os.O_TRUNC | os.O_APPEND
 
 func (f *FS) OpenFile(name string, flag int, perm fs.FileMode) (layer.File, error) {
+	if err := layer.CheckOpenFlag(flag); err != nil {
+		return nil, layer.PathError("open", name, err)
+	}
 	if err := checkPath("open", name); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package layer
 
 import (
+	"os"
 	"strings"
 	"syscall"
 )
@@ -51,6 +52,17 @@ func CheckPath(name string) error {
 	}
 	if len(name) >= PathMax {
 		return syscall.ENAMETOOLONG
+	}
+	return nil
+}
+
+// CheckOpenFlag returns syscall.EINVAL for an open's flag that asks to
+// create a directory (os.O_CREATE with syscall.O_DIRECTORY), which Linux
+// refuses before it looks at the path, whatever the name is (since 6.4);
+// nil otherwise.
+func CheckOpenFlag(flag int) error {
+	if flag&os.O_CREATE != 0 && flag&syscall.O_DIRECTORY != 0 {
+		return syscall.EINVAL
 	}
 	return nil
 }

@@ -216,6 +216,9 @@ type FileRoom struct{ f file }
 // OpenFileRoom is OpenFile opening the handle in room (nil: a new one),
 // which it leaves untouched when the open fails.
 func (f *FS) OpenFileRoom(room *FileRoom, name string, flag int, perm fs.FileMode) (layer.File, error) {
+	if err := layer.CheckOpenFlag(flag); err != nil {
+		return nil, layer.PathError("open", name, err)
+	}
 	acc := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
 	if acc == os.O_RDONLY && flag&(os.O_CREATE|os.O_TRUNC) == 0 {
 		// Reading needs no lock.
@@ -261,6 +264,10 @@ func (r *FileRoom) handle(fsys *FS, ino *inode, name string, flag int, aliased b
 func checkOpen(s *state, flag int) error {
 	acc := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
 	switch {
+	case flag&syscall.O_DIRECTORY != 0 && !s.isDir():
+		// Linux checks O_DIRECTORY before may_open's checks of the type,
+		// so a final symlink (O_NOFOLLOW) is ENOTDIR, not ELOOP.
+		return errNotDir
 	case s.isSymlink():
 		return syscall.ELOOP // only with O_NOFOLLOW
 	case layer.IsWhiteout(s.mode):
@@ -269,8 +276,6 @@ func checkOpen(s *state, flag int) error {
 		if acc != os.O_RDONLY || flag&(os.O_CREATE|os.O_TRUNC) != 0 {
 			return errIsDir
 		}
-	case flag&syscall.O_DIRECTORY != 0:
-		return errNotDir
 	}
 	return nil
 }
