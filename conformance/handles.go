@@ -28,6 +28,7 @@ var (
 	_ = register("ReadAtWriteAt", testReadAtWriteAt)
 	_ = register("ShortReadAt", testShortReadAt)
 	_ = register("OpenTrunc", testOpenTrunc)
+	_ = register("OpenDirectoryFlag", testOpenDirectoryFlag)
 	_ = register("SeekHole", testSeekHole)
 	_ = register("SeekDataHole", testSeekDataHole)
 	_ = register("Seek", testSeek)
@@ -307,6 +308,56 @@ func testOpenTrunc(t *testing.T, newFS NewFS, _ *config) {
 	writeFile(t, fsys, "g", "content")
 	openFile(t, fsys, "g", os.O_RDONLY|os.O_TRUNC, 0)
 	wantContent(t, fsys, "g", "")
+}
+
+// testOpenDirectoryFlag: O_CREATE with O_DIRECTORY is EINVAL whatever the
+// name (Linux checks the flags before the path, since 6.4); O_DIRECTORY on
+// anything but a directory is ENOTDIR, a final symlink under O_NOFOLLOW
+// included (the directory check comes before may_open's ELOOP); on a
+// directory it opens for reading and is EISDIR for writing. A refused open
+// changes nothing.
+func testOpenDirectoryFlag(t *testing.T, newFS NewFS, _ *config) {
+	fsys := newFS(t)
+	writeFile(t, fsys, "f", "content")
+	must(t, "Mkdir", fsys.Mkdir("d", 0o755))
+	must(t, "Symlink", fsys.Symlink("f", "l"))
+	must(t, "Symlink", fsys.Symlink("d", "ld"))
+	const dir, nofollow = syscall.O_DIRECTORY, syscall.O_NOFOLLOW
+	for _, c := range []struct {
+		name  string
+		flag  int
+		class string
+	}{
+		{"d", os.O_RDONLY | dir, classNil},
+		{"ld", os.O_RDONLY | dir, classNil},
+		{".", os.O_RDONLY | dir, classNil},
+		{"f", os.O_RDONLY | dir, classNotDir},
+		{"l", os.O_RDONLY | dir, classNotDir},
+		{"l", os.O_RDONLY | dir | nofollow, classNotDir},
+		{"ld", os.O_RDONLY | dir | nofollow, classNotDir},
+		{"f", os.O_RDWR | os.O_TRUNC | dir, classNotDir},
+		{"d", os.O_WRONLY | dir, classIsDir},
+		{"missing", os.O_RDONLY | dir, classNotExist},
+		{"d", os.O_CREATE | dir, classEINVAL},
+		{"f", os.O_CREATE | os.O_RDWR | dir, classEINVAL},
+		{"new", os.O_CREATE | os.O_EXCL | os.O_WRONLY | dir, classEINVAL},
+	} {
+		call := fmt.Sprintf("OpenFile(%q, %#o)", c.name, c.flag)
+		f, err := fsys.OpenFile(c.name, c.flag, 0o644)
+		if c.class == classNil {
+			if ok(t, call, err) {
+				f.Close()
+			}
+			continue
+		}
+		if err == nil {
+			f.Close()
+		}
+		wantPathErr(t, call, err, c.class, "open", c.name)
+	}
+	wantContent(t, fsys, "f", "content")
+	_, err := fsys.Lstat("new")
+	wantClass(t, "Lstat(new)", err, classNotExist)
 }
 
 func testSeekHole(t *testing.T, newFS NewFS, _ *config) {
