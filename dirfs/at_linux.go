@@ -674,6 +674,9 @@ func (fi *fileInfo) String() string { return fs.FormatFileInfo(fi) }
 // oDirectory makes the fallback's ReadDir open as os.ReadDir does.
 const oDirectory = syscall.O_DIRECTORY
 
+// oNofollow lets the fallback tell O_NOFOLLOW in a caller's flags.
+const oNofollow = syscall.O_NOFOLLOW
+
 // sameFile reports whether two results of stat describe the same file.
 func sameFile(a, b fs.FileInfo) bool {
 	sa, ok1 := a.Sys().(*syscall.Stat_t)

@@ -17,6 +17,8 @@ func newAt(string, *FS, options) (impl, error) { return nil, errNoOpenat2 }
 
 const oDirectory = 0
 
+const oNofollow = 0
+
 // sameFile reports whether two results of os.Root's stat describe the same
 // file.
 func sameFile(a, b fs.FileInfo) bool { return os.SameFile(a, b) }

@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -51,6 +52,15 @@ func (r *rootImpl) wrap(f *os.File, name string) *file {
 }
 
 func (r *rootImpl) openFile(name string, flag int, perm fs.FileMode) (*file, error) {
+	// os.Root follows a final symlink that openat refused with ENOTDIR,
+	// even under O_NOFOLLOW; the kernel's answer to O_NOFOLLOW|O_DIRECTORY
+	// on a symlink is that ENOTDIR.
+	const noFollowDir = oNofollow | oDirectory
+	if noFollowDir != 0 && flag&noFollowDir == noFollowDir {
+		if fi, err := r.root.Lstat(name); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.ENOTDIR}
+		}
+	}
 	f, err := r.root.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, osOp(err, "open")
