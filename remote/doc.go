@@ -64,8 +64,9 @@
 // of two writers from one manifest only one wins, the other's checkpoint
 // fails with [ErrConflict] and its store goes on over its log. A
 // [Replica], opened from the bucket alone ([Bucket.OpenReplica]), reads
-// the manifest every poll interval and moves to a new generation once
-// every pack it names is open and matches its recorded ETag, so it never
+// the manifest every poll interval and, when its bytes changed (not its
+// ETag alone, which a server may update apart from the bytes), moves to
+// a new generation once every pack it names is open and matches its recorded ETag, so it never
 // sees part of an upload; a [Snapshot] (or a file opened through the
 // Replica) keeps its generation's packs open until released.
 //

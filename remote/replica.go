@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,12 +58,17 @@ type sharedPack struct {
 // generation is one manifest's tree. refs counts the replica's hold (while
 // it is current) and each snapshot or open file.
 type generation struct {
-	r    *Replica
-	gen  uint64
-	etag string
-	fsys *packfs.FS
-	keys []string
-	refs atomic.Int64
+	r   *Replica
+	gen uint64
+	// manifest is the manifest's bytes. A poll compares them, not the
+	// ETag: a server that writes an object's bytes and its ETag in two
+	// steps (versitygw's sidecar metadata) can serve the old manifest
+	// under the new ETag once, and a replica that trusted the ETag
+	// then stayed on the old generation for good.
+	manifest []byte
+	fsys     *packfs.FS
+	keys     []string
+	refs     atomic.Int64
 }
 
 // OpenReplica opens the store under prefix and follows it until Close.
@@ -141,11 +147,11 @@ func (r *Replica) WaitGeneration(ctx context.Context, gen uint64) error {
 // refresh reads the manifest and moves to what it names, if new.
 func (r *Replica) refresh() error {
 	key := path.Join(r.prefix, manifestKey)
-	data, etag, err := r.b.getSmall(r.ctx, key)
+	data, _, err := r.b.getSmall(r.ctx, key)
 	if err != nil {
 		return err
 	}
-	if c := r.cur.Load(); c != nil && c.etag == etag {
+	if c := r.cur.Load(); c != nil && bytes.Equal(c.manifest, data) {
 		return nil
 	}
 	var m remoteManifest
@@ -154,7 +160,7 @@ func (r *Replica) refresh() error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	g := &generation{r: r, gen: m.Generation, etag: etag}
+	g := &generation{r: r, gen: m.Generation, manifest: data}
 	lowers := make([]fs.FS, 0, len(m.Packs))
 	for _, mp := range m.Packs {
 		sp := r.packs[mp.Key]
