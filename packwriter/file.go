@@ -13,7 +13,9 @@ import (
 // removed, and the error names name, never the temporary file. The pack
 // gets permission bits 0o644. WriteFile replaces what name is: a symlink
 // is replaced, not written through; callers that mean otherwise resolve
-// name first.
+// name first. On Linux it starts the writeback of each MiB as it is
+// written (sync_file_range), so that the sync at the end waits for the
+// last MiB and the metadata rather than the whole pack.
 func WriteFile(name string, fsys fs.FS, opts ...Option) (err error) {
 	dir := filepath.Dir(name)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(name)+".tmp*")
@@ -31,6 +33,7 @@ func WriteFile(name string, fsys fs.FS, opts ...Option) (err error) {
 			}
 		}
 	}()
+	opts = append(opts[:len(opts):len(opts)], func(c *config) { c.writeback = startWriteback(f) })
 	if err = Write(f, fsys, opts...); err != nil {
 		return err
 	}

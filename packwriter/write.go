@@ -38,6 +38,10 @@ type config struct {
 	format   int              // 0: packformat.Version
 	level    int              // zstd level; 0: stored raw
 	badOpt   error
+
+	// writeback, if set, is told of each writebackRun bytes that reached
+	// the destination (WriteFile's start of writeback).
+	writeback func(off, n int64)
 }
 
 // WithCompression makes Write compress the pack's contents with zstd at
@@ -196,7 +200,7 @@ func Write(w io.Writer, fsys fs.FS, opts ...Option) error {
 	if c.format == packformat.Version2 && c.level > 0 {
 		return errors.New("packwriter: format 2 has no compression")
 	}
-	dst := &countingWriter{w: w}
+	dst := &countingWriter{w: w, writeback: c.writeback}
 	wr := &writer{c: c, fsys: fsys, dst: dst, out: bufio.NewWriterSize(dst, 64<<10), byHash: map[uint64]int{}}
 	if ra, ok := w.(io.ReaderAt); ok {
 		if s, ok := w.(io.Seeker); ok {
@@ -471,13 +475,30 @@ type countingWriter struct {
 	w   io.Writer
 	n   uint64
 	err error
+
+	writeback func(off, n int64)
+	wbFrom    uint64 // where the bytes not yet handed to writeback start
 }
+
+// writebackRun is how many bytes WriteFile lets gather before it starts
+// their writeback: large enough that each start is one request of the
+// disk's size, small enough that the final fsync waits for little.
+const writebackRun = 1 << 20
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += uint64(n)
 	if err != nil && c.err == nil {
 		c.err = err
+	}
+	if c.writeback != nil {
+		if c.wbFrom > c.n { // rewound
+			c.wbFrom = c.n
+		}
+		if c.n-c.wbFrom >= writebackRun {
+			c.writeback(int64(c.wbFrom), int64(c.n-c.wbFrom))
+			c.wbFrom = c.n
+		}
 	}
 	return n, err
 }
