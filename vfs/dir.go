@@ -153,6 +153,21 @@ func (f osFile) Sync() error {
 	}
 }
 
+// Allocate is fallocate(2) with no flags: the file's blocks from off for
+// n bytes are reserved and its size covers them, reading as zeros, so that
+// writes into them need no new blocks and change no size.
+func (f osFile) Allocate(off, n int64) error {
+	for {
+		err := unix.Fallocate(int(f.Fd()), 0, off, n)
+		if err != unix.EINTR {
+			if err != nil {
+				return &fs.PathError{Op: "fallocate", Path: f.Name(), Err: err}
+			}
+			return nil
+		}
+	}
+}
+
 func (f osFile) Size() (int64, error) {
 	fi, err := f.Stat()
 	if err != nil {

@@ -51,6 +51,16 @@ type File interface {
 	Size() (int64, error)
 }
 
+// Allocator is a File that can reserve its blocks ahead of its writes: a
+// writer that appends in large steps then writes within the file's size,
+// into blocks that exist. Allocate(off, n) extends the file to off+n
+// bytes at least, the new bytes reading as zeros; it does not make them
+// durable. A failed Allocate may have extended the file part of the way;
+// one the file system cannot do wraps errors.ErrUnsupported.
+type Allocator interface {
+	Allocate(off, n int64) error
+}
+
 // ReadFile reads the whole file name of fsys. A file shorter than its
 // size when opened gives io.ErrUnexpectedEOF.
 func ReadFile(fsys FS, name string) ([]byte, error) {

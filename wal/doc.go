@@ -13,7 +13,9 @@
 // sync. AppendSplit takes an entry in two parts, so that a caller need
 // not join its header to its data, and writes a large one (32 KiB or
 // more) to the segment at once, from where it lies: a large write is
-// copied only by the page cache. AppendMapped also hands back such an
+// copied only by the page cache, and into blocks reserved ahead of it
+// (fallocate), within the file's size: on ext4 a write that extends a file
+// costs 1.3x one that does not. AppendMapped also hands back such an
 // entry's data as the segment's pages, mapped read-only, so that a caller
 // can keep those instead of a copy of its own. Writes says beforehand
 // whether an append will write to the segment, the only appends that can

@@ -55,7 +55,11 @@ type Options struct {
 	// bytes at a time ahead of its records, so that a sync overwrites
 	// allocated blocks instead of growing the file: on ext4 an fdatasync
 	// that changes the size also commits the journal. Replay reads the
-	// zeros as a torn tail and cuts them off.
+	// zeros as a torn tail and cuts them off. A large entry written to
+	// the segment directly (see AppendSplit) also reserves the blocks of
+	// several steps past it, where the file system can (vfs.Allocator),
+	// so that the writes of a large file land within the file's size.
+	// Rotate and Close cut what is left of both off.
 	Preallocate int64
 	// Gather, if set, is called by the committer about to write and sync
 	// for all that wait, just before it takes the appended bytes: it may
@@ -93,7 +97,9 @@ type Log struct {
 	// flushMu admits one writer of the segment file at a time: the group
 	// commit leader.
 	flushMu   sync.Mutex
-	allocated int64         // the segment file's size; guarded by flushMu
+	allocated int64         // the segment file's size, or more after a failed Allocate; guarded by flushMu
+	filled    int64         // the end of the records and zeros written to it, within allocated; guarded by flushMu
+	noAlloc   bool          // the segment's file system cannot allocate; guarded by flushMu
 	slot      int64         // the durable offset the segment's slot holds, -1 if it has none; guarded by flushMu
 	synced    atomic.Uint64 // an LSN: everything before it is durable
 
@@ -166,7 +172,7 @@ func Open(fsys vfs.FS, opts Options, apply func(entries [][]byte) error) (*Log, 
 		l.segs = append(l.segs, id)
 		l.size += end
 		if last {
-			l.id, l.written, l.durable, l.allocated = id, end, end, end
+			l.id, l.written, l.durable, l.allocated, l.filled = id, end, end, end, end
 			l.slot = -1
 			if h.version >= 2 {
 				l.slot = h.durable
@@ -182,7 +188,7 @@ func Open(fsys vfs.FS, opts Options, apply func(entries [][]byte) error) (*Log, 
 		}
 		l.segs = append(l.segs, l.id)
 		l.size = segHeaderSize
-		l.written, l.durable, l.allocated, l.slot = segHeaderSize, segHeaderSize, segHeaderSize, segHeaderSize
+		l.written, l.durable, l.allocated, l.filled, l.slot = segHeaderSize, segHeaderSize, segHeaderSize, segHeaderSize, segHeaderSize
 	} else if !l.readOnly {
 		if unsealed {
 			// Finish the Rotate the crash cut short.
@@ -391,7 +397,7 @@ func (l *Log) start(f vfs.File, id uint64) error {
 		return err
 	}
 	l.seg = f
-	l.allocated, l.slot = segHeaderSize, segHeaderSize
+	l.allocated, l.filled, l.slot = segHeaderSize, segHeaderSize, segHeaderSize
 	return nil
 }
 
@@ -520,6 +526,7 @@ func (l *Log) AppendSplit(head, tail []byte) (LSN, error) {
 	// computes the CRC, and the header with it after: the order of the
 	// writes is free, since no byte of them counts before the sync that
 	// follows them, and replay checks the CRC of what a crash leaves.
+	l.allocate(seg, at+size)
 	var err error
 	rec := data[n:]
 	if len(tail) >= overlapMin {
@@ -538,6 +545,7 @@ func (l *Log) AppendSplit(head, tail []byte) (LSN, error) {
 		}
 	}
 	l.allocated = max(l.allocated, at+size)
+	l.filled = max(l.filled, at+size)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err != nil {
@@ -669,7 +677,8 @@ func (l *Log) flush(upTo LSN) error {
 		_, err = seg.WriteAt(data, at)
 	}
 	l.allocated = max(l.allocated, end)
-	if err == nil && sync && l.prealloc > 0 && end >= l.allocated {
+	l.filled = max(l.filled, end)
+	if err == nil && sync && l.prealloc > 0 && end >= l.filled {
 		// Zeros ahead of the records, only when a sync follows: the
 		// records are written once, and a flush of a full buffer between
 		// syncs grows the file without writing zeros it then overwrites.
@@ -712,19 +721,50 @@ func (l *Log) flush(upTo LSN) error {
 // zeros is what a segment is extended with.
 var zeros = make([]byte, 64<<10)
 
-// extend writes zeros to the segment, from its end (at or past end, where
-// the records written end) to the next step of the preallocation size;
-// l.flushMu is held.
+// extend writes zeros to the segment, from end, where the records
+// written end, to the next step of the preallocation size; l.flushMu is
+// held. Written zeros, not allocated ones: on ext4 a write into allocated
+// blocks marks them written, a change of metadata that the next
+// fdatasync commits to the journal, as it does a change of size.
 func (l *Log) extend(seg vfs.File, end int64) error {
 	to := (end/l.prealloc + 1) * l.prealloc
-	for l.allocated < to {
-		n := min(int64(len(zeros)), to-l.allocated)
-		if _, err := seg.WriteAt(zeros[:n], l.allocated); err != nil {
+	for l.filled < to {
+		n := min(int64(len(zeros)), to-l.filled)
+		if _, err := seg.WriteAt(zeros[:n], l.filled); err != nil {
 			return err
 		}
-		l.allocated += n
+		l.filled += n
+		l.allocated = max(l.allocated, l.filled)
 	}
 	return nil
+}
+
+// allocateSteps is how many preallocation steps past a large write's end
+// allocate reserves.
+const allocateSteps = 8
+
+// allocate reserves the segment's blocks up to allocateSteps
+// preallocation steps past end, where a large write is about to end, if
+// end lies past the file's size and its file system can (vfs.Allocator);
+// l.flushMu is held. The write then lands within the file's size: on
+// ext4 a 64 KiB write that extends a file costs 1.3x one into allocated
+// blocks (in the page cache, before any sync). Replay reads the reserved
+// zeros as a torn tail, as it reads those of extend; Rotate and Close cut
+// them off. A failed reservation is no error: the write that follows
+// says whether the disk is full.
+func (l *Log) allocate(seg vfs.File, end int64) {
+	a, ok := seg.(vfs.Allocator)
+	if !ok || l.noAlloc || l.prealloc <= 0 || end <= l.allocated {
+		return
+	}
+	to := end + allocateSteps*l.prealloc
+	if err := a.Allocate(l.allocated, to-l.allocated); err != nil {
+		// Not tried again before the file passes to. It may have grown
+		// part of the way there: taken to have grown all of it, it
+		// costs Rotate and Close the cut they make anyway.
+		l.noAlloc = errors.Is(err, errors.ErrUnsupported)
+	}
+	l.allocated = to
 }
 
 // Rotate makes everything appended so far durable and starts a new
@@ -762,7 +802,7 @@ func (l *Log) Rotate() (uint64, error) {
 			l.err = err
 			return 0, err
 		}
-		l.allocated = l.written
+		l.allocated, l.filled = l.written, l.written
 	}
 	// A new segment that cannot be made (a full disk, say) costs
 	// nothing: the old one is whole and durable, unsealed, and goes on
@@ -835,15 +875,26 @@ func (l *Log) Close() error {
 		return ErrClosed
 	}
 	l.closed = true
-	if err == nil && l.seg != nil && l.slot >= 0 && l.durable > l.slot {
-		// A last sync of the slot, so that a closed log vouches for
-		// every record it holds.
-		if _, err = l.seg.WriteAt(encodeSlot(l.id, l.durable, 0), slotOff); err == nil {
-			err = l.seg.Sync()
+	// A last sync of the slot, so that a closed log vouches for every
+	// record it holds, and of the zeros past them cut off, so that a
+	// closed log holds no blocks it will not use. The cut comes first: a
+	// crash before the sync may keep the old size or the new one, and
+	// either ends in records or zeros.
+	cut := l.seg != nil && l.allocated > l.written
+	slot := l.seg != nil && l.slot >= 0 && l.durable > l.slot
+	if err == nil && cut {
+		if err = l.seg.Truncate(l.written); err == nil {
+			l.allocated, l.filled = l.written, l.written
 		}
-		if err == nil {
-			l.slot = l.durable
-		}
+	}
+	if err == nil && slot {
+		_, err = l.seg.WriteAt(encodeSlot(l.id, l.durable, 0), slotOff)
+	}
+	if err == nil && (cut || slot) {
+		err = l.seg.Sync()
+	}
+	if err == nil && slot {
+		l.slot = l.durable
 	}
 	if l.seg != nil {
 		if cerr := l.seg.Close(); err == nil {

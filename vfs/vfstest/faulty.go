@@ -27,8 +27,9 @@ type Faulty struct {
 	FS     vfs.FS
 	FailAt int
 
-	mu sync.Mutex
-	n  int
+	mu     sync.Mutex
+	n      int
+	failed string // the operation that failed and its name
 }
 
 var _ vfs.FS = (*Faulty)(nil)
@@ -50,12 +51,21 @@ func (f *Faulty) Failed() bool {
 	return f.n > f.FailAt
 }
 
+// Failure returns the operation that was made to fail and the name it
+// was on, such as "allocate wal-1" or "sync wal-1"; "" before it.
+func (f *Faulty) Failure() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failed
+}
+
 func (f *Faulty) fail(op, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := f.n
 	f.n++
 	if n == f.FailAt {
+		f.failed = op + " " + name
 		return &fs.PathError{Op: op, Path: name, Err: ErrInjected}
 	}
 	return nil
@@ -160,6 +170,19 @@ func (ff *faultyFile) Truncate(size int64) error {
 		return err
 	}
 	return ff.File.Truncate(size)
+}
+
+// Allocate is counted as an operation and can fail like one; a file
+// beneath that cannot allocate gives errors.ErrUnsupported.
+func (ff *faultyFile) Allocate(off, n int64) error {
+	if err := ff.f.fail("allocate", ff.name); err != nil {
+		return err
+	}
+	a, ok := ff.File.(vfs.Allocator)
+	if !ok {
+		return &fs.PathError{Op: "allocate", Path: ff.name, Err: errors.ErrUnsupported}
+	}
+	return a.Allocate(off, n)
 }
 
 func (ff *faultyFile) Size() (int64, error) {

@@ -68,7 +68,10 @@ type inode struct {
 	dirty int
 }
 
-var _ vfs.FS = (*MemFS)(nil)
+var (
+	_ vfs.FS        = (*MemFS)(nil)
+	_ vfs.Allocator = (*memFile)(nil)
+)
 
 // NewMemFS returns an empty MemFS.
 func NewMemFS() *MemFS {
@@ -502,6 +505,27 @@ func (f *memFile) Truncate(size int64) error {
 		return &fs.PathError{Op: "truncate", Path: f.name, Err: fs.ErrInvalid}
 	}
 	f.ino.truncate(int(size))
+	return nil
+}
+
+// Allocate extends the file with zeros to off+n bytes, if it is shorter,
+// as fallocate(2) does; like a write, the new size is not durable until
+// Sync.
+func (f *memFile) Allocate(off, n int64) error {
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	if err := f.begin("allocate", off+n); err != nil {
+		return err
+	}
+	if f.flag&(os.O_WRONLY|os.O_RDWR) == 0 {
+		return &fs.PathError{Op: "allocate", Path: f.name, Err: syscall.EBADF}
+	}
+	if off < 0 || n <= 0 {
+		return &fs.PathError{Op: "allocate", Path: f.name, Err: fs.ErrInvalid}
+	}
+	if end := int(off + n); end > len(f.ino.data) {
+		f.ino.truncate(end)
+	}
 	return nil
 }
 
