@@ -59,7 +59,10 @@ type Options struct {
 	// the segment directly (see AppendSplit) also reserves the blocks of
 	// several steps past it, where the file system can (vfs.Allocator),
 	// so that the writes of a large file land within the file's size.
-	// Rotate and Close cut what is left of both off.
+	// Rotate and Close cut what is left of both off. Both are only a
+	// help: a disk without room for them fails no append or sync, and
+	// what a refused reservation grew is cut at once, so that a log
+	// never keeps the last of a disk's room from other writers.
 	Preallocate int64
 	// Gather, if set, is called by the committer about to write and sync
 	// for all that wait, just before it takes the appended bytes: it may
@@ -100,6 +103,7 @@ type Log struct {
 	allocated int64         // the segment file's size, or more after a failed Allocate; guarded by flushMu
 	filled    int64         // the end of the records and zeros written to it, within allocated; guarded by flushMu
 	noAlloc   bool          // the segment's file system cannot allocate; guarded by flushMu
+	allocOff  bool          // the disk ran out in this segment: no more reservations or zeros until the next; guarded by flushMu
 	slot      int64         // the durable offset the segment's slot holds, -1 if it has none; guarded by flushMu
 	synced    atomic.Uint64 // an LSN: everything before it is durable
 
@@ -398,6 +402,7 @@ func (l *Log) start(f vfs.File, id uint64) error {
 	}
 	l.seg = f
 	l.allocated, l.filled, l.slot = segHeaderSize, segHeaderSize, segHeaderSize
+	l.allocOff = false
 	return nil
 }
 
@@ -678,11 +683,17 @@ func (l *Log) flush(upTo LSN) error {
 	}
 	l.allocated = max(l.allocated, end)
 	l.filled = max(l.filled, end)
-	if err == nil && sync && l.prealloc > 0 && end >= l.filled {
+	if err == nil && sync && l.prealloc > 0 && end >= l.filled && !l.allocOff {
 		// Zeros ahead of the records, only when a sync follows: the
 		// records are written once, and a flush of a full buffer between
 		// syncs grows the file without writing zeros it then overwrites.
-		err = l.extend(seg, end)
+		// They are no part of the records: a disk with room for the
+		// records but not for the zeros fails no sync (the sync says
+		// whether the records are durable), and the segment writes no
+		// more zeros.
+		if l.extend(seg, end) != nil {
+			l.allocOff = true
+		}
 	}
 	slot := sync && l.slot >= 0 && durable > l.slot
 	if err == nil && slot {
@@ -731,6 +742,9 @@ func (l *Log) extend(seg vfs.File, end int64) error {
 	for l.filled < to {
 		n := min(int64(len(zeros)), to-l.filled)
 		if _, err := seg.WriteAt(zeros[:n], l.filled); err != nil {
+			// Part of them may have been written: Rotate and Close cut
+			// up to here too.
+			l.allocated = max(l.allocated, l.filled+n)
 			return err
 		}
 		l.filled += n
@@ -754,17 +768,28 @@ const allocateSteps = 8
 // says whether the disk is full.
 func (l *Log) allocate(seg vfs.File, end int64) {
 	a, ok := seg.(vfs.Allocator)
-	if !ok || l.noAlloc || l.prealloc <= 0 || end <= l.allocated {
+	if !ok || l.noAlloc || l.allocOff || l.prealloc <= 0 || end <= l.allocated {
 		return
 	}
 	to := end + allocateSteps*l.prealloc
-	if err := a.Allocate(l.allocated, to-l.allocated); err != nil {
-		// Not tried again before the file passes to. It may have grown
-		// part of the way there: taken to have grown all of it, it
-		// costs Rotate and Close the cut they make anyway.
-		l.noAlloc = errors.Is(err, errors.ErrUnsupported)
+	err := a.Allocate(l.allocated, to-l.allocated)
+	if err == nil {
+		l.allocated = to
+		return
 	}
-	l.allocated = to
+	if errors.Is(err, errors.ErrUnsupported) {
+		l.noAlloc = true
+		return
+	}
+	// A full disk: ext4 keeps the blocks it found before it ran out and
+	// grows the file over them, which would leave the disk full for
+	// every other writer until Rotate or Close. Cut them off, and
+	// reserve no more in this segment; if the cut fails too, the file
+	// may be as large as to, which Rotate and Close cut.
+	l.allocOff = true
+	if seg.Truncate(l.allocated) != nil {
+		l.allocated = to
+	}
 }
 
 // Rotate makes everything appended so far durable and starts a new
