@@ -100,7 +100,7 @@ type Log struct {
 	// flushMu admits one writer of the segment file at a time: the group
 	// commit leader.
 	flushMu   sync.Mutex
-	allocated int64         // the segment file's size, or more after a failed Allocate; guarded by flushMu
+	allocated int64         // the segment file's size, or a bound on it after a write or cut that failed part of the way; guarded by flushMu
 	filled    int64         // the end of the records and zeros written to it, within allocated; guarded by flushMu
 	noAlloc   bool          // the segment's file system cannot allocate; guarded by flushMu
 	allocOff  bool          // the disk ran out in this segment: no more reservations or zeros until the next; guarded by flushMu
