@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"testing"
 	"unsafe"
 
@@ -250,5 +251,39 @@ func TestContentSharedPins(t *testing.T) {
 	}
 	if v := (*content)(nil).writeShared(p[:chunkSize-1], 1, pin); v.pins != nil {
 		t.Errorf("a shared write of no whole chunk keeps pins %v", v.pins)
+	}
+}
+
+// TestWriteSharedPinOfAnyType writes through a file's WriteShared with
+// pins of types == cannot compare (a slice, a struct holding one) and of
+// no type: none panics, a run of writes from one slice keeps it once,
+// and the file reads back what was written.
+func TestWriteSharedPinOfAnyType(t *testing.T) {
+	type holder struct{ b []byte }
+	data := make([]byte, 8*chunkSize)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	for _, pin := range []any{data, holder{data}, func() {}, map[int]int{}, &data} {
+		f := New()
+		h, err := f.OpenFile("f", os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := h.(*file)
+		for off := 0; off < len(data); off += chunkSize {
+			p := data[off : off+chunkSize]
+			if _, err := w.WriteShared(p, int64(off), true, func() ([]byte, any, error) { return p, pin, nil }); err != nil {
+				t.Fatalf("%T: %v", pin, err)
+			}
+		}
+		c := w.ino.cur.Load().state().data
+		if _, isHolder := pin.(holder); !isHolder && (c.pins == nil || len(*c.pins) != 1) {
+			t.Errorf("%T: pins %v, want the one pin once", pin, c.pins)
+		}
+		if got := c.bytes(); !bytes.Equal(got, data) {
+			t.Errorf("%T: the file reads other bytes than were written", pin)
+		}
+		h.Close()
 	}
 }
