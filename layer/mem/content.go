@@ -45,7 +45,7 @@ type content struct {
 	// pins keep valid the memory of chunks that writeShared took from
 	// its caller rather than copied (a mapped log's pages); every version
 	// that may hold such a chunk carries them. Immutable once set.
-	pins   *[]any
+	pins   *pinList
 	height int32 // of the tree of the chunks before the tail; 0: empty
 	// mark holds hw for the version that made a new tail, so that the two
 	// come in one allocation; with height it fits the 64-byte size class.
@@ -336,13 +336,8 @@ func (c *content) writeShared(p []byte, off int64, pin any) *content {
 		}
 	}
 	nc.setTreeChunks(first>>chunkShift, whole)
-	var pins []any
-	if nc.pins != nil {
-		pins = *nc.pins
-	}
-	if n := len(pins); n == 0 || !samePin(pins[n-1], pin) {
-		pins = append(pins[:n:n], pin) // shared with older versions: copied
-		nc.pins = &pins
+	if nc.pins == nil || !samePin(nc.pins.pin, pin) {
+		nc.pins = &pinList{pin: pin, next: nc.pins} // older versions share the rest
 	}
 	if end > last {
 		nc = nc.writeAt(p[last-off:], last)
@@ -350,22 +345,29 @@ func (c *content) writeShared(p []byte, off int64, pin any) *content {
 	return nc
 }
 
+// pinList is the pins a version of a file keeps, newest first: a list a
+// new version extends at its head, so that a run of writes from pins that
+// differ costs each write one node, not a copy of every pin before.
+type pinList struct {
+	pin  any
+	next *pinList
+}
+
 // samePin reports whether a and b are the same pin, so that a run of
 // writes from one mapping keeps it once. A pin == cannot compare (a
-// slice, say) is the same when it points at the same memory, rather than
-// a panic.
+// slice, say) is the same when it is a slice of the same memory or the
+// same map, which keeps the same allocation reachable; any other (a func,
+// whose pointer is its code and not what it holds, a struct holding a
+// slice) is never the same, rather than a panic.
 func samePin(a, b any) bool {
 	vb := reflect.ValueOf(b)
 	if !vb.IsValid() || vb.Comparable() {
 		return a == b
 	}
-	if va := reflect.ValueOf(a); va.IsValid() && va.Type() == vb.Type() {
-		switch vb.Kind() {
-		case reflect.Slice, reflect.Map, reflect.Func, reflect.Pointer, reflect.Chan, reflect.UnsafePointer:
-			return va.UnsafePointer() == vb.UnsafePointer()
-		}
-	}
-	return false
+	va := reflect.ValueOf(a)
+	k := vb.Kind()
+	return (k == reflect.Slice || k == reflect.Map) && va.IsValid() && va.Type() == vb.Type() &&
+		va.UnsafePointer() == vb.UnsafePointer()
 }
 
 // seekExtent returns the first offset at or after off, which is below
@@ -382,7 +384,10 @@ func (c *content) seekExtent(off int64, hole bool) int64 {
 	if hole {
 		for ; i <= last && present(i); i++ {
 		}
-		return min(max(i<<chunkShift, off), size)
+		if i > last {
+			return size // (last+1)<<chunkShift may not fit an int64
+		}
+		return max(i<<chunkShift, off)
 	}
 	if present(i) {
 		return off

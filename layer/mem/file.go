@@ -286,6 +286,7 @@ func (h *file) WriteShared(p []byte, off int64, advance bool, log func() (shared
 	}
 	ns.mtime = f.now().UnixNano()
 	f.set(h.ino, ns)
+	f.note(layer.OpWrite, h.ino)
 	if advance {
 		h.off.Store(off + int64(len(p)))
 	}
