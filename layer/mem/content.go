@@ -210,12 +210,13 @@ func (c *content) writeAt(p []byte, off int64) *content {
 	if len(p) == 0 {
 		return c
 	}
-	return c.writeInto(new(content), p, off)
+	return c.writeInto(new(content), p, off, nil)
 }
 
 // writeInto is writeAt of a p that is not empty, making the new version
-// in nc, which the caller allocated.
-func (c *content) writeInto(nc *content, p []byte, off int64) *content {
+// in nc, which the caller allocated. A new tail that fits in spare, zeros
+// the caller allocated with nc, is made there (see file.writeAt).
+func (c *content) writeInto(nc *content, p []byte, off int64, spare []byte) *content {
 	end := off + int64(len(p))
 	nc = c.resizeInto(nc, max(c.Size(), end))
 	last := nc.last()
@@ -247,7 +248,12 @@ func (c *content) writeInto(nc *content, p []byte, off int64) *content {
 		} else {
 			// Double the tail so that a run of small appends costs
 			// amortized O(1) per byte.
-			b := make([]byte, need, min(chunkSize, max(need, 2*len(old))))
+			var b []byte
+			if len(old) == 0 && need <= cap(spare) {
+				b = spare[:need]
+			} else {
+				b = make([]byte, need, min(chunkSize, max(need, 2*len(old))))
+			}
 			copy(b, old)
 			copy(b[in:], p[n:n+want])
 			nc.tail = b

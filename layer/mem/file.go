@@ -224,20 +224,42 @@ func (h *file) writeAt(op string, p []byte, off int64, appending bool) (int, err
 	}
 	// The new state, its content and its description in one
 	// allocation: a write makes the first two, and the next Stat or
-	// lookup would make the third alone.
-	n := &struct {
-		s  state
-		c  content
-		fi fileInfo
-	}{s: *s}
-	ns := &n.s
-	ns.data = s.data.writeInto(&n.c, p, off)
+	// lookup would make the third alone. The first write of a small
+	// file brings its bytes in the same allocation too, so that a read
+	// of it, after the entry, follows one pointer to one object where it
+	// followed two to two.
+	var ns *state
+	var nc *content
+	var nfi *fileInfo
+	var spare []byte
+	if s.data.Size() == 0 && off+int64(len(p)) <= smallInline {
+		n := &struct {
+			s  state
+			fi fileInfo // in the state's cache line, for a Stat
+			c  content
+			b  [smallInline]byte
+		}{s: *s}
+		ns, nc, nfi, spare = &n.s, &n.c, &n.fi, n.b[:]
+	} else {
+		n := &struct {
+			s  state
+			fi fileInfo
+			c  content
+		}{s: *s}
+		ns, nc, nfi = &n.s, &n.c, &n.fi
+	}
+	ns.data = s.data.writeInto(nc, p, off, spare)
 	ns.mtime = f.now().UnixNano()
 	f.set(h.ino, ns)
-	describe(h.ino, ns, &n.fi)
+	describe(h.ino, ns, nfi)
 	f.note(layer.OpWrite, h.ino)
 	return len(p), nil
 }
+
+// smallInline is the most bytes a file's first write brings in the
+// allocation of its state (see writeAt): with the state, its content and
+// its description it fills the 256-byte size class.
+const smallInline = 136
 
 // WriteShared writes p at off as WriteAt does, but through log and
 // without copying p where it can; when advance is set it moves the
