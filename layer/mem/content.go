@@ -3,6 +3,7 @@ package mem
 import (
 	"reflect"
 	"runtime"
+	"sync/atomic"
 )
 
 // A file's bytes are kept in chunks of chunkSize under a persistent radix
@@ -15,9 +16,14 @@ import (
 // The last chunk grows in place into its spare capacity while no other
 // version has written there. The high-water mark hw, shared by every version
 // that shares that backing array, records how far it has been written; a
-// version may append in place only when its own length equals the mark.
-// Readers only read below their version's size, and the writer only writes
-// at or past the mark, so the two never touch the same bytes.
+// version may append in place only when it moves the mark from its own
+// length to its new one, with a compare-and-swap: versions of one file in
+// two layers (a content shared across layers, see Copy.Share) have two
+// writers, each under its own layer's lock, and only one of them may take
+// the room. Readers only read below their version's size, and a writer
+// only writes past the mark it moved, so no two touch the same bytes. The
+// mark lives outside the content it is made with, where no copy of a
+// version reads it.
 //
 // The tree's nodes are small (8 slots, 256 bytes) because each new version
 // copies every node on the path to the chunks it changes: a 64 KiB write
@@ -39,17 +45,21 @@ const (
 // grows past it.
 type content struct {
 	size int64
-	tail []byte // the last chunk, index (size-1)>>chunkShift
-	hw   *int32 // high-water mark of tail's backing array, or nil
+	tail []byte        // the last chunk, index (size-1)>>chunkShift
+	hw   *atomic.Int32 // high-water mark of tail's backing array, or nil
 	root *inner
 	// pins keep valid the memory of chunks that writeShared took from
 	// its caller rather than copied (a mapped log's pages); every version
 	// that may hold such a chunk carries them. Immutable once set.
 	pins   *pinList
 	height int32 // of the tree of the chunks before the tail; 0: empty
-	// mark holds hw for the version that made a new tail, so that the two
-	// come in one allocation; with height it fits the 64-byte size class.
-	mark int32
+}
+
+// markedContent is a new version with the mark its tail's hw points at,
+// if it makes a new tail, in one allocation.
+type markedContent struct {
+	c    content
+	mark atomic.Int32
 }
 
 // inner is a node of the chunk tree. At height 1 its chunks are the data;
@@ -210,13 +220,15 @@ func (c *content) writeAt(p []byte, off int64) *content {
 	if len(p) == 0 {
 		return c
 	}
-	return c.writeInto(new(content), p, off, nil)
+	n := new(markedContent)
+	return c.writeInto(&n.c, p, off, nil, &n.mark)
 }
 
 // writeInto is writeAt of a p that is not empty, making the new version
-// in nc, which the caller allocated. A new tail that fits in spare, zeros
-// the caller allocated with nc, is made there (see file.writeAt).
-func (c *content) writeInto(nc *content, p []byte, off int64, spare []byte) *content {
+// in nc, which the caller allocated with mark, unused, for a new tail's hw
+// (nil: the tail never grows in place). A new tail that fits in spare,
+// zeros the caller allocated with nc, is made there (see file.writeAt).
+func (c *content) writeInto(nc *content, p []byte, off int64, spare []byte, mark *atomic.Int32) *content {
 	end := off + int64(len(p))
 	nc = c.resizeInto(nc, max(c.Size(), end))
 	last := nc.last()
@@ -239,11 +251,11 @@ func (c *content) writeInto(nc *content, p []byte, off int64, spare []byte) *con
 		}
 		old := nc.tail
 		need := max(len(old), in+want)
-		if nc.hw != nil && int(*nc.hw) == len(old) && in >= len(old) && need <= cap(old) {
-			// Append into spare capacity nobody else has written.
+		if nc.hw != nil && in >= len(old) && need <= cap(old) && nc.hw.CompareAndSwap(int32(len(old)), int32(need)) {
+			// Append into spare capacity nobody else has written,
+			// and now nobody else will.
 			b := old[:need]
 			copy(b[in:], p[n:n+want])
-			*nc.hw = int32(need)
 			nc.tail = b
 		} else {
 			// Double the tail so that a run of small appends costs
@@ -256,9 +268,11 @@ func (c *content) writeInto(nc *content, p []byte, off int64, spare []byte) *con
 			}
 			copy(b, old)
 			copy(b[in:], p[n:n+want])
-			nc.tail = b
-			nc.mark = int32(need)
-			nc.hw = &nc.mark
+			nc.tail, nc.hw = b, nil
+			if mark != nil {
+				mark.Store(int32(need))
+				nc.hw, mark = mark, nil
+			}
 		}
 		n += want
 	}

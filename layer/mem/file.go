@@ -232,23 +232,26 @@ func (h *file) writeAt(op string, p []byte, off int64, appending bool) (int, err
 	var nc *content
 	var nfi *fileInfo
 	var spare []byte
+	var mark *atomic.Int32
 	if s.data.Size() == 0 && off+int64(len(p)) <= smallInline {
 		n := &struct {
-			s  state
-			fi fileInfo // in the state's cache line, for a Stat
-			c  content
-			b  [smallInline]byte
+			s    state
+			fi   fileInfo // in the state's cache line, for a Stat
+			c    content
+			mark atomic.Int32
+			b    [smallInline]byte
 		}{s: *s}
-		ns, nc, nfi, spare = &n.s, &n.c, &n.fi, n.b[:]
+		ns, nc, nfi, mark, spare = &n.s, &n.c, &n.fi, &n.mark, n.b[:]
 	} else {
 		n := &struct {
-			s  state
-			fi fileInfo
-			c  content
+			s    state
+			fi   fileInfo
+			c    content
+			mark atomic.Int32
 		}{s: *s}
-		ns, nc, nfi = &n.s, &n.c, &n.fi
+		ns, nc, nfi, mark = &n.s, &n.c, &n.fi, &n.mark
 	}
-	ns.data = s.data.writeInto(nc, p, off, spare)
+	ns.data = s.data.writeInto(nc, p, off, spare, mark)
 	ns.mtime = f.now().UnixNano()
 	f.set(h.ino, ns)
 	describe(h.ino, ns, nfi)
@@ -257,9 +260,9 @@ func (h *file) writeAt(op string, p []byte, off int64, appending bool) (int, err
 }
 
 // smallInline is the most bytes a file's first write brings in the
-// allocation of its state (see writeAt): with the state, its content and
-// its description it fills the 256-byte size class.
-const smallInline = 136
+// allocation of its state (see writeAt): with the state, its content, its
+// tail's mark and its description it fills the 256-byte size class.
+const smallInline = 132
 
 // WriteShared writes p at off as WriteAt does, but through log and
 // without copying p where it can; when advance is set it moves the

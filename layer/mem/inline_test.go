@@ -11,7 +11,7 @@ import (
 )
 
 // TestSmallFirstWriteInline checks the files whose first write brings
-// its bytes in the allocation of the file's state (up to 136 bytes):
+// its bytes in the allocation of the file's state (up to 132 bytes):
 // a first write at an offset, appends that grow the tail in place and
 // past its room, overwrites and truncates, each checked against a model
 // and against every snapshot taken before, which must keep its bytes.
