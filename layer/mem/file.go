@@ -234,6 +234,8 @@ func (h *file) writeAt(op string, p []byte, off int64, appending bool) (int, err
 	var spare []byte
 	var mark *atomic.Int32
 	if s.data.Size() == 0 && off+int64(len(p)) <= smallInline {
+		// Not a markedContent: its padding would push the struct past
+		// 256 bytes.
 		n := &struct {
 			s    state
 			fi   fileInfo // in the state's cache line, for a Stat
